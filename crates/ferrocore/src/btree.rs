@@ -1,0 +1,832 @@
+//! Copy-on-write B+tree: search, insert with splits, delete with rebalancing, overflow values.
+//!
+//! The tree code sees pages only through `store::PageSource`/`PageStore`; it never knows
+//! whether a page lives in the map or in a dirty buffer. Before changing anything it
+//! "touches" the path from the root to the leaf, so every page it writes was allocated by
+//! the current transaction (invariant 1 of DESIGN.md: reachable pages are never written in
+//! place).
+//!
+//! Separator keys follow LMDB: node 0 of a branch page has an empty key and stands for
+//! "everything below node 1's key"; child `i` holds keys `k` with `key_i <= k < key_{i+1}`.
+//! A separator may be smaller than every key left in its subtree after deletes.
+
+use std::cmp::Ordering;
+
+use crate::error::{Error, Result};
+use crate::meta::DbRecord;
+use crate::page::{
+    edit, even, node_flags, node_max, overflow_pages, page_flags, read_u32, read_u64, Node,
+    NodeValue, PageView, NODE_HEADER_SIZE, PAGE_HEADER_SIZE, P_INVALID,
+};
+use crate::store::{PageSource, PageStore};
+
+/// Maximum tree depth: a deeper tree is treated as corrupted (it would need more pages than
+/// any map can hold), so descent is bounded even on a hostile file.
+pub const MAX_DEPTH: usize = 32;
+
+/// Below this fill (per-mille) a page touched by a delete is rebalanced (LMDB's value).
+pub const FILL_THRESHOLD: usize = 250;
+
+/// A key comparator, chosen once per database.
+pub type KeyCmp = fn(&[u8], &[u8]) -> Ordering;
+
+/// Lexicographic byte order, the default.
+pub fn cmp_lexicographic(a: &[u8], b: &[u8]) -> Ordering {
+    a.cmp(b)
+}
+
+/// Native unsigned integer order for 8-byte keys (the free DB's txnid keys), falling back
+/// to byte order for other lengths.
+pub fn cmp_u64(a: &[u8], b: &[u8]) -> Ordering {
+    match (<[u8; 8]>::try_from(a), <[u8; 8]>::try_from(b)) {
+        (Ok(x), Ok(y)) => u64::from_le_bytes(x).cmp(&u64::from_le_bytes(y)),
+        _ => a.cmp(b),
+    }
+}
+
+/// The pages from the root to a leaf, and the slot taken at each level.
+#[derive(Clone, Debug)]
+pub struct Path {
+    /// Number of levels filled in (the tree depth once a search completes).
+    pub depth: usize,
+    /// Page number at each level, root first.
+    pub pgno: [u64; MAX_DEPTH],
+    /// Slot index at each level.
+    pub idx: [u16; MAX_DEPTH],
+}
+
+impl Default for Path {
+    fn default() -> Self {
+        Path {
+            depth: 0,
+            pgno: [P_INVALID; MAX_DEPTH],
+            idx: [0; MAX_DEPTH],
+        }
+    }
+}
+
+impl Path {
+    /// Index of the leaf level.
+    #[inline]
+    pub fn leaf_level(&self) -> usize {
+        self.depth - 1
+    }
+
+    /// Leaf page number.
+    #[inline]
+    pub fn leaf(&self) -> u64 {
+        self.pgno[self.depth - 1]
+    }
+
+    /// Slot in the leaf.
+    #[inline]
+    pub fn leaf_idx(&self) -> usize {
+        self.idx[self.depth - 1] as usize
+    }
+}
+
+/// Parses page `pgno` as a branch or leaf page.
+#[inline]
+pub fn view<S: PageSource + ?Sized>(src: &S, pgno: u64) -> Result<PageView<'_>> {
+    PageView::parse(src.page(pgno)?, pgno)
+}
+
+/// Checks that a page found at `level` of a tree of `depth` levels has the right type.
+#[inline]
+fn check_level(page: &PageView<'_>, level: usize, depth: usize) -> Result<()> {
+    let want_leaf = level + 1 == depth;
+    if page.is_leaf() != want_leaf {
+        return Err(Error::corrupted(
+            page.pgno(),
+            "page type does not match its tree level",
+        ));
+    }
+    if page.num_keys() == 0 && (!want_leaf || level != 0) && page.is_branch() {
+        return Err(Error::corrupted(page.pgno(), "empty branch page"));
+    }
+    Ok(())
+}
+
+/// Index of the child of branch `page` that covers `key`.
+#[inline]
+fn branch_search(page: &PageView<'_>, cmp: KeyCmp, key: &[u8]) -> Result<usize> {
+    let (mut lo, mut hi) = (1, page.num_keys());
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if cmp(page.key(mid)?, key) == Ordering::Greater {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    Ok(lo - 1)
+}
+
+/// First slot of leaf `page` whose key is `>= key`, and whether it is equal.
+#[inline]
+pub fn leaf_search(page: &PageView<'_>, cmp: KeyCmp, key: &[u8]) -> Result<(usize, bool)> {
+    let (mut lo, mut hi) = (0, page.num_keys());
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        match cmp(page.key(mid)?, key) {
+            Ordering::Less => lo = mid + 1,
+            Ordering::Equal => return Ok((mid, true)),
+            Ordering::Greater => hi = mid,
+        }
+    }
+    Ok((lo, false))
+}
+
+/// Descends from the root to the leaf that covers `key`, filling `path`. Returns the leaf
+/// slot (first key `>= key`) and whether it holds `key`. The tree must not be empty.
+pub fn search<S: PageSource + ?Sized>(
+    src: &S,
+    db: &DbRecord,
+    cmp: KeyCmp,
+    key: &[u8],
+    path: &mut Path,
+) -> Result<(usize, bool)> {
+    let depth = db.depth as usize;
+    if depth == 0 || depth > MAX_DEPTH {
+        return Err(Error::corrupted(db.root, "tree depth out of range"));
+    }
+    let mut pgno = db.root;
+    for level in 0..depth {
+        let page = view(src, pgno)?;
+        check_level(&page, level, depth)?;
+        path.pgno[level] = pgno;
+        if page.is_leaf() {
+            let (idx, exact) = leaf_search(&page, cmp, key)?;
+            path.idx[level] = idx as u16;
+            path.depth = depth;
+            return Ok((idx, exact));
+        }
+        let idx = branch_search(&page, cmp, key)?;
+        path.idx[level] = idx as u16;
+        pgno = page.child(idx)?;
+    }
+    unreachable!("the leaf level returns")
+}
+
+/// Reads the value of a leaf node, following an overflow run if it has one.
+pub fn node_value<'s, S: PageSource + ?Sized>(src: &'s S, node: &Node<'s>) -> Result<&'s [u8]> {
+    if node.flags & node_flags::BIGDATA == 0 {
+        return Ok(node.data);
+    }
+    let pgno = node.overflow_pgno();
+    let size = node.data_size();
+    let run = overflow_pages(src.page_size(), size);
+    let first = src.page(pgno)?;
+    if first[10..12] != page_flags::OVERFLOW.to_le_bytes() || read_u64(first, 0) != pgno {
+        return Err(Error::corrupted(
+            pgno,
+            "overflow value points at a page that is not an overflow page",
+        ));
+    }
+    if (read_u32(first, 12) as usize) < run {
+        return Err(Error::corrupted(
+            pgno,
+            "overflow run shorter than its value",
+        ));
+    }
+    let pages = src.pages(pgno, run)?;
+    Ok(&pages[PAGE_HEADER_SIZE..PAGE_HEADER_SIZE + size])
+}
+
+/// Looks up `key`; returns its value.
+pub fn get<'s, S: PageSource + ?Sized>(
+    src: &'s S,
+    db: &DbRecord,
+    cmp: KeyCmp,
+    key: &[u8],
+) -> Result<Option<&'s [u8]>> {
+    if db.root == P_INVALID {
+        return Ok(None);
+    }
+    let depth = db.depth as usize;
+    if depth == 0 || depth > MAX_DEPTH {
+        return Err(Error::corrupted(db.root, "tree depth out of range"));
+    }
+    let mut pgno = db.root;
+    for level in 0..depth {
+        let page = view(src, pgno)?;
+        check_level(&page, level, depth)?;
+        if page.is_leaf() {
+            let (idx, exact) = leaf_search(&page, cmp, key)?;
+            if !exact {
+                return Ok(None);
+            }
+            let node = page.node(idx)?;
+            return node_value(src, &node).map(Some);
+        }
+        pgno = page.child(branch_search(&page, cmp, key)?)?;
+    }
+    unreachable!("the leaf level returns")
+}
+
+/// How `put` treats an existing key and key order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PutMode {
+    /// Fail with `KeyExist` if the key is present.
+    pub no_overwrite: bool,
+    /// The key must sort after every key in the tree (`KeyExist` otherwise); pages are
+    /// split so that appended data fills them.
+    pub append: bool,
+}
+
+/// A node copied out of a page, for rebuilding pages during splits and merges.
+#[derive(Clone, Debug)]
+struct Entry {
+    key: Vec<u8>,
+    flags: u16,
+    /// Branch: child pgno. Leaf: data size.
+    lo_hi: u64,
+    /// Leaf: the stored bytes (inline value or 8-byte overflow pgno).
+    data: Vec<u8>,
+}
+
+impl Entry {
+    fn from_node(node: &Node<'_>) -> Entry {
+        Entry {
+            key: node.key.to_vec(),
+            flags: node.flags,
+            lo_hi: node.lo_hi,
+            data: node.data.to_vec(),
+        }
+    }
+
+    fn from_value(key: &[u8], value: NodeValue<'_>) -> Entry {
+        match value {
+            NodeValue::Child(c) => Entry {
+                key: key.to_vec(),
+                flags: 0,
+                lo_hi: c,
+                data: Vec::new(),
+            },
+            NodeValue::Inline { flags, data } => Entry {
+                key: key.to_vec(),
+                flags,
+                lo_hi: data.len() as u64,
+                data: data.to_vec(),
+            },
+            NodeValue::Overflow { pgno, size } => Entry {
+                key: key.to_vec(),
+                flags: node_flags::BIGDATA,
+                lo_hi: size as u64,
+                data: pgno.to_le_bytes().to_vec(),
+            },
+        }
+    }
+
+    fn value(&self, branch: bool) -> NodeValue<'_> {
+        if branch {
+            NodeValue::Child(self.lo_hi)
+        } else if self.flags & node_flags::BIGDATA != 0 {
+            NodeValue::Overflow {
+                pgno: read_u64(&self.data, 0),
+                size: self.lo_hi as usize,
+            }
+        } else {
+            NodeValue::Inline {
+                flags: self.flags,
+                data: &self.data,
+            }
+        }
+    }
+
+    /// Bytes the entry takes in a page, slot included.
+    fn size(&self, branch: bool) -> usize {
+        2 + if branch {
+            even(NODE_HEADER_SIZE + self.key.len())
+        } else {
+            even(NODE_HEADER_SIZE + self.key.len() + self.data.len())
+        }
+    }
+}
+
+fn read_entries(page: &PageView<'_>) -> Result<Vec<Entry>> {
+    (0..page.num_keys())
+        .map(|i| page.node(i).map(|n| Entry::from_node(&n)))
+        .collect()
+}
+
+fn write_page(buf: &mut [u8], pgno: u64, flags: u16, entries: &[Entry]) {
+    let branch = flags & page_flags::BRANCH != 0;
+    edit::init(buf, pgno, flags);
+    for (i, e) in entries.iter().enumerate() {
+        let ok = edit::insert_node(buf, i, &e.key, e.value(branch));
+        assert!(ok, "rebuilt page {pgno} overflowed");
+    }
+}
+
+/// Chooses where to split `entries` into two pages of `capacity` bytes each.
+fn choose_split(entries: &[Entry], branch: bool, capacity: usize, append: bool) -> Result<usize> {
+    let n = entries.len();
+    debug_assert!(n >= 2);
+    let sizes: Vec<usize> = entries.iter().map(|e| e.size(branch)).collect();
+    let total: usize = sizes.iter().sum();
+    // The right page's first branch node loses its key (it moves up as the separator).
+    let right_size = |sp: usize, prefix: usize| {
+        let mut r = total - prefix;
+        if branch {
+            r = r - sizes[sp] + 2 + even(NODE_HEADER_SIZE);
+        }
+        r
+    };
+    let mut prefix = 0;
+    let mut best: Option<(usize, usize)> = None;
+    for sp in 1..n {
+        prefix += sizes[sp - 1];
+        let (l, r) = (prefix, right_size(sp, prefix));
+        if l > capacity || r > capacity {
+            continue;
+        }
+        if append && sp == n - 1 && !branch {
+            return Ok(sp);
+        }
+        let worst = l.max(r);
+        if best.is_none_or(|(_, w)| worst < w) {
+            best = Some((sp, worst));
+        }
+    }
+    best.map(|(sp, _)| sp).ok_or(Error::PageFull)
+}
+
+/// A mutable tree: the store its pages live in, its record, and its key order.
+pub struct TreeMut<'a, S: PageStore> {
+    /// Where pages live.
+    pub store: &'a mut S,
+    /// Root, depth and statistics, updated as the tree changes.
+    pub db: &'a mut DbRecord,
+    /// Key order.
+    pub cmp: KeyCmp,
+}
+
+impl<S: PageStore> TreeMut<'_, S> {
+    fn page_size(&self) -> usize {
+        self.store.page_size()
+    }
+
+    /// Makes every page on `path` writable, re-pointing parents at the copies.
+    fn touch_path(&mut self, path: &mut Path) -> Result<()> {
+        for level in 0..path.depth {
+            let old = path.pgno[level];
+            let new = self.store.touch(old)?;
+            if new != old {
+                path.pgno[level] = new;
+                if level == 0 {
+                    self.db.root = new;
+                } else {
+                    let parent = self.store.dirty_mut(path.pgno[level - 1]);
+                    edit::set_child(parent, path.idx[level - 1] as usize, new);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Frees the overflow run that starts at `pgno` (its length read from its header).
+    fn free_overflow(&mut self, pgno: u64) -> Result<()> {
+        let first = self.store.page(pgno)?;
+        if first[10..12] != page_flags::OVERFLOW.to_le_bytes() {
+            return Err(Error::corrupted(
+                pgno,
+                "freeing an overflow run that is not one",
+            ));
+        }
+        let count = read_u32(first, 12) as usize;
+        self.store.free(pgno, count);
+        self.db.overflow_pages = self.db.overflow_pages.saturating_sub(count as u64);
+        Ok(())
+    }
+
+    /// Writes `value` into a new overflow run if it is too big for a node.
+    fn store_value<'v>(&mut self, key: &[u8], value: &'v [u8]) -> Result<NodeValue<'v>> {
+        let ps = self.page_size();
+        if NODE_HEADER_SIZE + key.len() + value.len() <= node_max(ps) {
+            return Ok(NodeValue::Inline {
+                flags: 0,
+                data: value,
+            });
+        }
+        let count = overflow_pages(ps, value.len());
+        let pgno = self.store.alloc(count)?;
+        let run = self.store.dirty_mut(pgno);
+        edit::init_overflow(run, pgno, count as u32);
+        run[PAGE_HEADER_SIZE..PAGE_HEADER_SIZE + value.len()].copy_from_slice(value);
+        self.db.overflow_pages += count as u64;
+        Ok(NodeValue::Overflow {
+            pgno,
+            size: value.len(),
+        })
+    }
+
+    /// Inserts or replaces `key`. Returns the path to the leaf and slot holding it, or
+    /// `None` if a split moved it (the caller re-searches when it needs the position).
+    pub fn put(&mut self, key: &[u8], value: &[u8], mode: PutMode) -> Result<Option<Path>> {
+        if self.db.root == P_INVALID {
+            let pgno = self.store.alloc(1)?;
+            edit::init(self.store.dirty_mut(pgno), pgno, page_flags::LEAF);
+            self.db.root = pgno;
+            self.db.depth = 1;
+            self.db.leaf_pages = 1;
+            let v = self.store_value(key, value)?;
+            let ok = edit::insert_node(self.store.dirty_mut(pgno), 0, key, v);
+            assert!(ok, "a node of at most node_max bytes fits an empty page");
+            self.db.entries = 1;
+            let mut path = Path {
+                depth: 1,
+                ..Path::default()
+            };
+            path.pgno[0] = pgno;
+            return Ok(Some(path));
+        }
+        let mut path = Path::default();
+        let (idx, exact) = search(&*self.store, self.db, self.cmp, key, &mut path)?;
+        if exact && mode.no_overwrite {
+            return Err(Error::KeyExist);
+        }
+        if mode.append && (exact || !self.is_rightmost(&path, idx)?) {
+            return Err(Error::KeyExist);
+        }
+        self.touch_path(&mut path)?;
+        let leaf = path.leaf();
+        if exact {
+            let (flags, size, stored) = {
+                let page = view(&*self.store, leaf)?;
+                let node = page.node(idx)?;
+                (
+                    node.flags,
+                    node.data_size(),
+                    if node.flags & node_flags::BIGDATA != 0 {
+                        node.overflow_pgno()
+                    } else {
+                        0
+                    },
+                )
+            };
+            if flags & node_flags::BIGDATA != 0 {
+                if self.rewrite_overflow_in_place(leaf, idx, stored, key, value)? {
+                    return Ok(Some(path));
+                }
+                self.free_overflow(stored)?;
+            } else if size == value.len()
+                && NODE_HEADER_SIZE + key.len() + value.len() <= node_max(self.page_size())
+            {
+                edit::overwrite_inline_data(self.store.dirty_mut(leaf), idx, value);
+                return Ok(Some(path));
+            }
+            edit::delete_node(self.store.dirty_mut(leaf), idx);
+        } else {
+            self.db.entries += 1;
+        }
+        let v = self.store_value(key, value)?;
+        if edit::insert_node(self.store.dirty_mut(leaf), idx, key, v) {
+            return Ok(Some(path));
+        }
+        let level = path.leaf_level();
+        self.split_insert(&path, level, idx, Entry::from_value(key, v), mode.append)?;
+        Ok(None)
+    }
+
+    /// Overwrites an overflow value in its own run when the run is ours and big enough.
+    fn rewrite_overflow_in_place(
+        &mut self,
+        leaf: u64,
+        idx: usize,
+        run: u64,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<bool> {
+        let ps = self.page_size();
+        if !self.store.is_dirty(run) || NODE_HEADER_SIZE + key.len() + value.len() <= node_max(ps) {
+            return Ok(false);
+        }
+        let have = read_u32(self.store.page(run)?, 12) as usize;
+        if overflow_pages(ps, value.len()) > have {
+            return Ok(false);
+        }
+        let buf = self.store.dirty_mut(run);
+        buf[PAGE_HEADER_SIZE..PAGE_HEADER_SIZE + value.len()].copy_from_slice(value);
+        // Same node footprint (an 8-byte pgno): replace the node to record the new size.
+        let page = self.store.dirty_mut(leaf);
+        edit::delete_node(page, idx);
+        let ok = edit::insert_node(
+            page,
+            idx,
+            key,
+            NodeValue::Overflow {
+                pgno: run,
+                size: value.len(),
+            },
+        );
+        assert!(ok, "same-size node fits where it was");
+        Ok(true)
+    }
+
+    /// True if slot `idx` of the leaf on `path` is past the last key of the whole tree.
+    fn is_rightmost(&self, path: &Path, idx: usize) -> Result<bool> {
+        for level in 0..path.depth {
+            let n = view(&*self.store, path.pgno[level])?.num_keys();
+            let last = if level == path.leaf_level() { n } else { n - 1 };
+            let at = if level == path.leaf_level() {
+                idx
+            } else {
+                path.idx[level] as usize
+            };
+            if at != last {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Inserts `entry` at slot `idx` of the (dirty, full) page at `level` of `path` by
+    /// splitting it, and carries the new separator up, splitting parents as needed.
+    fn split_insert(
+        &mut self,
+        path: &Path,
+        mut level: usize,
+        mut idx: usize,
+        mut entry: Entry,
+        append: bool,
+    ) -> Result<()> {
+        let capacity = self.page_size() - PAGE_HEADER_SIZE;
+        loop {
+            let pgno = path.pgno[level];
+            let (mut entries, flags, n) = {
+                let page = view(&*self.store, pgno)?;
+                (read_entries(&page)?, page.flags(), page.num_keys())
+            };
+            let branch = flags & page_flags::BRANCH != 0;
+            entries.insert(idx, entry);
+            let sp = choose_split(&entries, branch, capacity, append && idx == n)?;
+            let mut right_entries = entries.split_off(sp);
+            let separator = right_entries[0].key.clone();
+            if branch {
+                right_entries[0].key.clear();
+            }
+            let right = self.store.alloc(1)?;
+            write_page(self.store.dirty_mut(pgno), pgno, flags, &entries);
+            write_page(self.store.dirty_mut(right), right, flags, &right_entries);
+            if branch {
+                self.db.branch_pages += 1;
+            } else {
+                self.db.leaf_pages += 1;
+            }
+            if level == 0 {
+                let root = self.store.alloc(1)?;
+                let buf = self.store.dirty_mut(root);
+                edit::init(buf, root, page_flags::BRANCH);
+                let ok = edit::insert_node(buf, 0, &[], NodeValue::Child(pgno))
+                    && edit::insert_node(buf, 1, &separator, NodeValue::Child(right));
+                assert!(ok, "two nodes fit an empty branch page");
+                self.db.root = root;
+                self.db.depth += 1;
+                self.db.branch_pages += 1;
+                if self.db.depth as usize > MAX_DEPTH {
+                    return Err(Error::CursorFull);
+                }
+                return Ok(());
+            }
+            let parent = path.pgno[level - 1];
+            let pidx = path.idx[level - 1] as usize + 1;
+            if edit::insert_node(
+                self.store.dirty_mut(parent),
+                pidx,
+                &separator,
+                NodeValue::Child(right),
+            ) {
+                return Ok(());
+            }
+            level -= 1;
+            idx = pidx;
+            entry = Entry {
+                key: separator,
+                flags: 0,
+                lo_hi: right,
+                data: Vec::new(),
+            };
+        }
+    }
+
+    /// Deletes `key`. Returns false if it was not present.
+    pub fn delete(&mut self, key: &[u8]) -> Result<bool> {
+        if self.db.root == P_INVALID {
+            return Ok(false);
+        }
+        let mut path = Path::default();
+        let (idx, exact) = search(&*self.store, self.db, self.cmp, key, &mut path)?;
+        if !exact {
+            return Ok(false);
+        }
+        self.touch_path(&mut path)?;
+        let leaf = path.leaf();
+        let overflow = {
+            let page = view(&*self.store, leaf)?;
+            let node = page.node(idx)?;
+            (node.flags & node_flags::BIGDATA != 0).then(|| node.overflow_pgno())
+        };
+        if let Some(run) = overflow {
+            self.free_overflow(run)?;
+        }
+        edit::delete_node(self.store.dirty_mut(leaf), idx);
+        self.db.entries -= 1;
+        let level = path.leaf_level();
+        self.rebalance(&mut path, level)?;
+        Ok(true)
+    }
+
+    /// Restores fill and key-count bounds after a delete at `level` of `path`.
+    fn rebalance(&mut self, path: &mut Path, mut level: usize) -> Result<()> {
+        loop {
+            let pgno = path.pgno[level];
+            let (n, fill, leaf, child0) = {
+                let page = view(&*self.store, pgno)?;
+                let child0 = if page.is_branch() && page.num_keys() > 0 {
+                    page.child(0)?
+                } else {
+                    P_INVALID
+                };
+                (
+                    page.num_keys(),
+                    page.fill_permille(),
+                    page.is_leaf(),
+                    child0,
+                )
+            };
+            if level == 0 {
+                if leaf && n == 0 {
+                    self.store.free(pgno, 1);
+                    self.db.root = P_INVALID;
+                    self.db.depth = 0;
+                    self.db.leaf_pages = 0;
+                } else if !leaf && n == 1 {
+                    self.store.free(pgno, 1);
+                    self.db.root = child0;
+                    self.db.depth -= 1;
+                    self.db.branch_pages -= 1;
+                }
+                return Ok(());
+            }
+            let min_keys = if leaf { 1 } else { 2 };
+            if fill >= FILL_THRESHOLD && n >= min_keys {
+                return Ok(());
+            }
+            let parent = path.pgno[level - 1];
+            let pidx = path.idx[level - 1] as usize;
+            let pn = view(&*self.store, parent)?.num_keys();
+            if pn < 2 {
+                // No sibling to borrow from (only a damaged tree has a non-root branch with
+                // one child): rebalance the parent instead.
+                level -= 1;
+                continue;
+            }
+            let (sib_idx, sib_right) = if pidx == 0 {
+                (1, true)
+            } else {
+                (pidx - 1, false)
+            };
+            let sib_old = view(&*self.store, parent)?.child(sib_idx)?;
+            let sib = self.store.touch(sib_old)?;
+            if sib != sib_old {
+                edit::set_child(self.store.dirty_mut(parent), sib_idx, sib);
+            }
+            let (sn, sfill) = {
+                let s = view(&*self.store, sib)?;
+                (s.num_keys(), s.fill_permille())
+            };
+            if sfill >= FILL_THRESHOLD && sn > min_keys {
+                return self.move_node(path, level, sib, sib_right);
+            }
+            let (left, right, ridx) = if sib_right {
+                (pgno, sib, 1)
+            } else {
+                (sib, pgno, pidx)
+            };
+            if !self.merge(parent, left, right, ridx)? {
+                return Ok(());
+            }
+            if !sib_right {
+                // Our page was merged into its left sibling; the parent's path entry is
+                // still the parent itself, which lost one key.
+                path.idx[level - 1] = sib_idx as u16;
+            }
+            level -= 1;
+        }
+    }
+
+    /// Merges page `right` (child `ridx` of `parent`) into its left neighbour `left`.
+    /// Returns false, changing nothing, if the two do not fit one page.
+    fn merge(&mut self, parent: u64, left: u64, right: u64, ridx: usize) -> Result<bool> {
+        let (mut entries, flags) = {
+            let l = view(&*self.store, left)?;
+            (read_entries(&l)?, l.flags())
+        };
+        let branch = flags & page_flags::BRANCH != 0;
+        let mut right_entries = read_entries(&view(&*self.store, right)?)?;
+        if branch {
+            right_entries[0].key = view(&*self.store, parent)?.key(ridx)?.to_vec();
+        }
+        entries.append(&mut right_entries);
+        let size: usize = entries.iter().map(|e| e.size(branch)).sum();
+        if size > self.page_size() - PAGE_HEADER_SIZE {
+            return Ok(false);
+        }
+        write_page(self.store.dirty_mut(left), left, flags, &entries);
+        self.store.free(right, 1);
+        if branch {
+            self.db.branch_pages -= 1;
+        } else {
+            self.db.leaf_pages -= 1;
+        }
+        edit::delete_node(self.store.dirty_mut(parent), ridx);
+        Ok(true)
+    }
+
+    /// Moves one node from sibling `sib` into the underfull page at `level` of `path`.
+    fn move_node(
+        &mut self,
+        path: &mut Path,
+        level: usize,
+        sib: u64,
+        sib_right: bool,
+    ) -> Result<()> {
+        let pgno = path.pgno[level];
+        let parent = path.pgno[level - 1];
+        let pidx = path.idx[level - 1] as usize;
+        let branch = view(&*self.store, pgno)?.is_branch();
+        if sib_right {
+            let ridx = pidx + 1;
+            let mut moved = Entry::from_node(&view(&*self.store, sib)?.node(0)?);
+            if branch {
+                moved.key = view(&*self.store, parent)?.key(ridx)?.to_vec();
+            }
+            edit::delete_node(self.store.dirty_mut(sib), 0);
+            let new_sep = view(&*self.store, sib)?.key(0)?.to_vec();
+            if branch {
+                let c = view(&*self.store, sib)?.child(0)?;
+                let buf = self.store.dirty_mut(sib);
+                edit::delete_node(buf, 0);
+                let ok = edit::insert_node(buf, 0, &[], NodeValue::Child(c));
+                assert!(ok, "a shorter node fits where a longer one was");
+            }
+            let n = view(&*self.store, pgno)?.num_keys();
+            let ok = edit::insert_node(
+                self.store.dirty_mut(pgno),
+                n,
+                &moved.key,
+                moved.value(branch),
+            );
+            assert!(ok, "an underfull page takes one more node");
+            self.replace_separator(path, level - 1, ridx, &new_sep)
+        } else {
+            let last = view(&*self.store, sib)?.num_keys() - 1;
+            let moved = Entry::from_node(&view(&*self.store, sib)?.node(last)?);
+            edit::delete_node(self.store.dirty_mut(sib), last);
+            if branch {
+                let sep = view(&*self.store, parent)?.key(pidx)?.to_vec();
+                let c0 = view(&*self.store, pgno)?.child(0)?;
+                let buf = self.store.dirty_mut(pgno);
+                edit::delete_node(buf, 0);
+                let ok = edit::insert_node(buf, 0, &sep, NodeValue::Child(c0))
+                    && edit::insert_node(buf, 0, &[], NodeValue::Child(moved.lo_hi));
+                assert!(ok, "an underfull branch takes two more nodes");
+            } else {
+                let ok = edit::insert_node(
+                    self.store.dirty_mut(pgno),
+                    0,
+                    &moved.key,
+                    moved.value(false),
+                );
+                assert!(ok, "an underfull page takes one more node");
+            }
+            self.replace_separator(path, level - 1, pidx, &moved.key)
+        }
+    }
+
+    /// Replaces the key of branch node `idx` of the page at `level` of `path`.
+    fn replace_separator(
+        &mut self,
+        path: &Path,
+        level: usize,
+        idx: usize,
+        key: &[u8],
+    ) -> Result<()> {
+        debug_assert!(idx > 0, "node 0 of a branch has no key");
+        let pgno = path.pgno[level];
+        let child = view(&*self.store, pgno)?.child(idx)?;
+        let buf = self.store.dirty_mut(pgno);
+        edit::delete_node(buf, idx);
+        if edit::insert_node(buf, idx, key, NodeValue::Child(child)) {
+            return Ok(());
+        }
+        let entry = Entry {
+            key: key.to_vec(),
+            flags: 0,
+            lo_hi: child,
+            data: Vec::new(),
+        };
+        self.split_insert(path, level, idx, entry, false)
+    }
+}

@@ -1,0 +1,572 @@
+//! The environment: the data file, its map, the lock file, and what every txn shares.
+
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use crate::error::{Error, Result};
+use crate::io::{self, Map, DEFAULT_RESERVATION};
+use crate::lock::LockFile;
+use crate::meta::{self, Meta, META_WRITE_SIZE};
+use crate::page::{MAX_PAGE_SIZE, MIN_PAGE_SIZE};
+use crate::txn::{ReadTxn, WriteTxn};
+
+/// LMDB's default map size when the application sets none (what the meta records first).
+pub const LMDB_DEFAULT_MAP_SIZE: u64 = 1 << 20;
+/// LMDB's default number of reader slots.
+pub const DEFAULT_MAX_READERS: u32 = 126;
+/// LMDB's maximum key size (`mdb_env_get_maxkeysize`).
+pub const LMDB_MAX_KEY_SIZE: usize = 511;
+
+/// Environment flags, with LMDB's values.
+pub mod env_flags {
+    /// Accepted for compatibility; the map address is chosen by the kernel.
+    pub const FIXED_MAP: u32 = 0x01;
+    /// The path names the data file itself; the lock file is `path-lock`.
+    pub const NO_SUB_DIR: u32 = 0x4000;
+    /// Don't flush at commit: a crash may lose the last commits (never corrupts).
+    pub const NO_SYNC: u32 = 0x10000;
+    /// Open read-only.
+    pub const READ_ONLY: u32 = 0x20000;
+    /// Flush data at commit but not the meta page: a crash may lose the last commit.
+    pub const NO_META_SYNC: u32 = 0x40000;
+    /// Accepted; writes go through `pwrite` (a writable map is a later option).
+    pub const WRITE_MAP: u32 = 0x80000;
+    /// Accepted (with WRITE_MAP in LMDB: asynchronous map flushes).
+    pub const MAP_ASYNC: u32 = 0x100000;
+    /// Read txns are not tied to a thread (ferrocore never ties them).
+    pub const NO_TLS: u32 = 0x200000;
+    /// The application serialises access itself.
+    pub const NO_LOCK: u32 = 0x400000;
+    /// Accepted (no readahead advice).
+    pub const NO_READAHEAD: u32 = 0x800000;
+    /// Accepted (ferrocore always zero-fills new pages it writes).
+    pub const NO_MEM_INIT: u32 = 0x1000000;
+    /// Every flag ferrocore knows.
+    pub const ALL: u32 = FIXED_MAP
+        | NO_SUB_DIR
+        | NO_SYNC
+        | READ_ONLY
+        | NO_META_SYNC
+        | WRITE_MAP
+        | MAP_ASYNC
+        | NO_TLS
+        | NO_LOCK
+        | NO_READAHEAD
+        | NO_MEM_INIT;
+    /// Flags `set_flags` may change on an open environment.
+    pub const CHANGEABLE: u32 = NO_SYNC | NO_META_SYNC | MAP_ASYNC | NO_MEM_INIT;
+}
+
+/// How to open an environment.
+#[derive(Clone, Debug)]
+pub struct EnvOptions {
+    map_size: Option<u64>,
+    max_readers: u32,
+    page_size: Option<usize>,
+    flags: u32,
+    long_keys: bool,
+}
+
+impl Default for EnvOptions {
+    fn default() -> Self {
+        EnvOptions {
+            map_size: None,
+            max_readers: DEFAULT_MAX_READERS,
+            page_size: None,
+            flags: 0,
+            long_keys: false,
+        }
+    }
+}
+
+impl EnvOptions {
+    /// Default options: LMDB's defaults, with a map that grows on demand.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets an explicit map size: the database may not grow beyond it (`MapFull`), as in
+    /// LMDB. Without it the map grows as needed, up to the disk.
+    pub fn map_size(&mut self, bytes: u64) -> &mut Self {
+        self.map_size = Some(bytes);
+        self
+    }
+
+    /// Number of reader slots (default 126).
+    pub fn max_readers(&mut self, n: u32) -> &mut Self {
+        self.max_readers = n;
+        self
+    }
+
+    /// Page size of a new environment (a power of two, 4096..=32768); default: the OS
+    /// page size. An existing file's page size always wins.
+    pub fn page_size(&mut self, bytes: usize) -> &mut Self {
+        self.page_size = Some(bytes);
+        self
+    }
+
+    /// LMDB environment flags (`env_flags`).
+    pub fn flags(&mut self, flags: u32) -> &mut Self {
+        self.flags = flags;
+        self
+    }
+
+    /// Allows keys longer than LMDB's 511 bytes, up to [`long_key_max`] for the page size.
+    /// LMDB can read files holding such keys by scanning, but cannot look them up or write
+    /// them (see docs/FORMAT.md).
+    pub fn long_keys(&mut self, on: bool) -> &mut Self {
+        self.long_keys = on;
+        self
+    }
+
+    /// Opens (creating if needed) the environment at `path`.
+    ///
+    /// # Safety
+    ///
+    /// Reads hand out slices of a shared memory map of the data file. The caller promises
+    /// that nothing but ferrocore (or LMDB) modifies or truncates the environment's files
+    /// while it is open; otherwise those slices could change or fault under the program.
+    pub unsafe fn open(&self, path: impl AsRef<Path>) -> Result<Env> {
+        Env::open_with(path.as_ref(), self)
+    }
+}
+
+/// The longest key allowed with [`EnvOptions::long_keys`] for a page size: a quarter of
+/// the page, so branch pages always hold at least four separators.
+pub const fn long_key_max(page_size: usize) -> usize {
+    ((page_size - 16) / 4 & !1) - 10
+}
+
+/// Statistics of a tree (`MDB_stat`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stat {
+    /// Page size.
+    pub page_size: u32,
+    /// Tree depth.
+    pub depth: u32,
+    /// Branch pages.
+    pub branch_pages: u64,
+    /// Leaf pages.
+    pub leaf_pages: u64,
+    /// Overflow pages.
+    pub overflow_pages: u64,
+    /// Data items.
+    pub entries: u64,
+}
+
+/// Environment information (`MDB_envinfo`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EnvInfo {
+    /// Map size limit in bytes (the recorded size when the map grows on demand).
+    pub map_size: u64,
+    /// Last used page number.
+    pub last_pgno: u64,
+    /// Last committed txn id.
+    pub last_txnid: u64,
+    /// Reader slots.
+    pub max_readers: u32,
+    /// Reader slots used (high-water mark).
+    pub num_readers: u32,
+}
+
+/// Process-wide set of open environments (by lock file identity): LMDB corrupts its locks
+/// when one process opens an environment twice; ferrocore refuses the second open.
+fn open_envs() -> &'static Mutex<HashSet<(u64, u64)>> {
+    static OPEN: OnceLock<Mutex<HashSet<(u64, u64)>>> = OnceLock::new();
+    OPEN.get_or_init(Default::default)
+}
+
+/// State shared by every transaction of an environment.
+pub(crate) struct EnvInner {
+    pub path: PathBuf,
+    pub data: File,
+    pub map: Map,
+    pub lock: LockFile,
+    pub page_size: usize,
+    pub flags: AtomicU32,
+    pub max_key_size: usize,
+    /// Map size to record in the meta (the limit when `map_size_explicit`).
+    pub map_size: AtomicU64,
+    pub map_size_explicit: AtomicBool,
+    /// Held by the open write txn (in this process).
+    pub writer: Mutex<()>,
+    /// Page buffers kept between write txns.
+    pub spare_pages: Mutex<Vec<Box<[u8]>>>,
+    /// Set when a commit failed part way: the environment must be reopened.
+    pub failed: AtomicBool,
+    /// Last field, so it is dropped after the files are closed.
+    _registration: Registration,
+}
+
+/// Entry of this environment in the process-wide registry; removed on drop.
+struct Registration((u64, u64));
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if let Ok(mut set) = open_envs().lock() {
+            set.remove(&self.0);
+        }
+    }
+}
+
+/// An open environment.
+pub struct Env {
+    pub(crate) inner: EnvInner,
+}
+
+fn os_page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n <= 0 {
+        4096
+    } else {
+        (n as usize).clamp(MIN_PAGE_SIZE, MAX_PAGE_SIZE)
+    }
+}
+
+fn valid_page_size(ps: usize) -> bool {
+    ps.is_power_of_two() && (MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&ps)
+}
+
+/// Reads the first bytes of meta page `which` of a file with pages of `page_size`.
+fn read_meta_at(file: &File, page_size: usize, which: u64) -> Result<(Meta, meta::MetaCheck)> {
+    let mut buf = [0u8; META_WRITE_SIZE];
+    match file.read_exact_at(&mut buf, which * page_size as u64) {
+        Ok(()) => Meta::decode(&buf, which),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            Err(Error::Invalid("file too short"))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+impl Env {
+    /// Opens with default options. See [`EnvOptions::open`] for the safety contract.
+    ///
+    /// # Safety
+    ///
+    /// As [`EnvOptions::open`].
+    pub unsafe fn open(path: impl AsRef<Path>) -> Result<Env> {
+        Env::open_with(path.as_ref(), &EnvOptions::default())
+    }
+
+    fn open_with(path: &Path, opts: &EnvOptions) -> Result<Env> {
+        if opts.flags & !env_flags::ALL != 0 {
+            return Err(Error::InvalidArgument("unknown environment flag"));
+        }
+        if opts.max_readers == 0 {
+            return Err(Error::InvalidArgument("max_readers must be at least 1"));
+        }
+        let read_only = opts.flags & env_flags::READ_ONLY != 0;
+        let (data_path, lock_path) = if opts.flags & env_flags::NO_SUB_DIR != 0 {
+            let mut lock = path.as_os_str().to_owned();
+            lock.push("-lock");
+            (path.to_path_buf(), PathBuf::from(lock))
+        } else {
+            (path.join("data.mdb"), path.join("lock.mdb"))
+        };
+        let lock = LockFile::open(&lock_path, opts.max_readers as usize)?;
+        let meta_data = std::fs::metadata(&lock_path)?;
+        let lock_id = (meta_data.dev(), meta_data.ino());
+        if !open_envs().lock().expect("registry lock").insert(lock_id) {
+            return Err(Error::InvalidArgument(
+                "environment is already open in this process (opening it twice would corrupt its locks)",
+            ));
+        }
+        // From here on, dropping the registration (on error or close) unregisters.
+        Self::open_data(
+            path,
+            &data_path,
+            lock,
+            Registration(lock_id),
+            opts,
+            read_only,
+        )
+    }
+
+    fn open_data(
+        path: &Path,
+        data_path: &Path,
+        lock: LockFile,
+        registration: Registration,
+        opts: &EnvOptions,
+        read_only: bool,
+    ) -> Result<Env> {
+        let data = OpenOptions::new()
+            .read(true)
+            .write(!read_only)
+            .create(!read_only)
+            .mode(0o644)
+            .open(data_path)?;
+        let len = data.metadata()?.len();
+        let (page_size, current) = if len == 0 {
+            if read_only {
+                return Err(Error::Invalid("empty data file opened read-only"));
+            }
+            let ps = opts.page_size.unwrap_or_else(os_page_size);
+            if !valid_page_size(ps) {
+                return Err(Error::InvalidArgument(
+                    "page size must be a power of two in 4096..=32768",
+                ));
+            }
+            let fixed = (opts.flags & (env_flags::FIXED_MAP | env_flags::NO_SUB_DIR)) as u16;
+            let meta = Meta::new_empty(ps, opts.map_size.unwrap_or(LMDB_DEFAULT_MAP_SIZE), fixed);
+            let mut page = vec![0u8; 2 * ps];
+            let mut buf = [0u8; META_WRITE_SIZE];
+            for which in 0..2u64 {
+                meta.encode(which, &mut buf);
+                page[which as usize * ps..which as usize * ps + META_WRITE_SIZE]
+                    .copy_from_slice(&buf);
+            }
+            data.write_all_at(&page, 0)?;
+            io::sync_data(&data)?;
+            (ps, meta)
+        } else {
+            let m0 = read_meta_at(&data, MIN_PAGE_SIZE, 0);
+            // Meta 0 tells the page size; if it is unreadable, look for meta 1 at each
+            // possible page size.
+            let candidates: Vec<usize> = match &m0 {
+                Ok((m, _)) => vec![m.page_size()],
+                Err(_) => (12..=15).map(|s| 1usize << s).collect(),
+            };
+            let mut chosen = None;
+            let mut first_err = None;
+            for ps in candidates {
+                if !valid_page_size(ps) {
+                    first_err.get_or_insert(Error::Invalid(
+                        "meta page records an unsupported page size",
+                    ));
+                    continue;
+                }
+                let m1 = read_meta_at(&data, ps, 1);
+                if matches!(&m1, Ok((m, _)) if m.page_size() != ps) {
+                    continue;
+                }
+                let m0_here = match &m0 {
+                    Ok((m, c)) => Ok((*m, *c)),
+                    Err(_) => read_meta_at(&data, ps, 0),
+                };
+                match meta::choose(m0_here, m1, len / ps as u64) {
+                    Ok(m) => {
+                        chosen = Some((ps, m));
+                        break;
+                    }
+                    Err(e) => {
+                        first_err.get_or_insert(e);
+                    }
+                }
+            }
+            match chosen {
+                Some(c) => c,
+                None => return Err(first_err.unwrap_or(Error::Invalid("no valid meta page"))),
+            }
+        };
+        let used = (current.last_pgno + 1) * page_size as u64;
+        let explicit = opts.map_size.is_some();
+        let map_size = match opts.map_size {
+            Some(s) => s.max(used),
+            None => current.map_size.max(LMDB_DEFAULT_MAP_SIZE),
+        };
+        let reservation = (map_size as usize).max(DEFAULT_RESERVATION);
+        let map = Map::new(&data, reservation, (map_size as usize).max(used as usize))?;
+        if lock.initialised_here() {
+            // First opener: the lock file's txnid starts from the file's current meta.
+            lock.txnid_cell().store(current.txnid, Ordering::Release);
+        }
+        let max_key_size = if opts.long_keys {
+            long_key_max(page_size)
+        } else {
+            LMDB_MAX_KEY_SIZE
+        };
+        Ok(Env {
+            inner: EnvInner {
+                path: path.to_path_buf(),
+                data,
+                map,
+                lock,
+                page_size,
+                flags: AtomicU32::new(opts.flags),
+                max_key_size,
+                map_size: AtomicU64::new(map_size),
+                map_size_explicit: AtomicBool::new(explicit),
+                writer: Mutex::new(()),
+                spare_pages: Mutex::new(Vec::new()),
+                failed: AtomicBool::new(false),
+                _registration: registration,
+            },
+        })
+    }
+
+    /// Begins a read-only transaction on the latest committed snapshot.
+    pub fn begin_read(&self) -> Result<ReadTxn<'_>> {
+        ReadTxn::begin(&self.inner)
+    }
+
+    /// Begins the write transaction, waiting for any other writer (in any process) to end.
+    pub fn begin_write(&self) -> Result<WriteTxn<'_>> {
+        WriteTxn::begin(&self.inner)
+    }
+
+    /// Statistics of the main DB in the latest snapshot.
+    pub fn stat(&self) -> Result<Stat> {
+        let txn = self.begin_read()?;
+        Ok(txn.stat())
+    }
+
+    /// Verifies the latest snapshot: every page, the free list and the tree invariants.
+    pub fn check(&self) -> Result<crate::check::CheckReport> {
+        self.begin_read()?.check()
+    }
+
+    /// Map size, last page, last txn and reader counts.
+    pub fn info(&self) -> Result<EnvInfo> {
+        let meta = self.inner.latest_meta()?;
+        Ok(EnvInfo {
+            map_size: self.inner.map_size.load(Ordering::Acquire),
+            last_pgno: meta.last_pgno,
+            last_txnid: meta.txnid,
+            max_readers: self.inner.lock.max_readers() as u32,
+            num_readers: self.inner.lock.num_readers() as u32,
+        })
+    }
+
+    /// Flushes the data file to disk (needed after commits under `NO_SYNC`).
+    pub fn sync(&self) -> Result<()> {
+        if self.inner.flags.load(Ordering::Relaxed) & env_flags::READ_ONLY != 0 {
+            return Err(Error::Io(std::io::Error::from_raw_os_error(libc::EACCES)));
+        }
+        io::sync_data(&self.inner.data)?;
+        Ok(())
+    }
+
+    /// Changes the map size limit of an open environment. With no transaction active in
+    /// this process, as LMDB requires; `0` keeps the current size. Sizes beyond the address
+    /// space reserved at open need a reopen.
+    pub fn set_map_size(&self, bytes: u64) -> Result<()> {
+        let _writer = self
+            .inner
+            .writer
+            .lock()
+            .map_err(|_| Error::Panic("writer lock poisoned"))?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let used = (self.inner.latest_meta()?.last_pgno + 1) * self.inner.page_size as u64;
+        if bytes as usize > self.inner.map.len() {
+            return Err(Error::InvalidArgument(
+                "map size beyond the address space reserved at open; reopen the environment",
+            ));
+        }
+        self.inner
+            .map_size
+            .store(bytes.max(used), Ordering::Release);
+        self.inner.map_size_explicit.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// The environment's flags.
+    pub fn flags(&self) -> u32 {
+        self.inner.flags.load(Ordering::Relaxed)
+    }
+
+    /// Sets (`on`) or clears flags among `env_flags::CHANGEABLE`.
+    pub fn set_flags(&self, flags: u32, on: bool) -> Result<()> {
+        if flags & !env_flags::CHANGEABLE != 0 {
+            return Err(Error::InvalidArgument(
+                "flag cannot be changed on an open environment",
+            ));
+        }
+        if on {
+            self.inner.flags.fetch_or(flags, Ordering::AcqRel);
+        } else {
+            self.inner.flags.fetch_and(!flags, Ordering::AcqRel);
+        }
+        Ok(())
+    }
+
+    /// The path the environment was opened with.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Page size of the data file.
+    pub fn page_size(&self) -> usize {
+        self.inner.page_size
+    }
+
+    /// Longest key accepted (511 as in LMDB, unless long keys were enabled).
+    pub fn max_key_size(&self) -> usize {
+        self.inner.max_key_size
+    }
+
+    /// Reader slots in use: (pid, thread id, snapshot txnid if one is held).
+    pub fn readers(&self) -> Vec<(u32, u64, Option<u64>)> {
+        self.inner.lock.readers()
+    }
+
+    /// Clears reader slots of processes that died; returns how many.
+    pub fn reader_check(&self) -> Result<usize> {
+        self.inner.lock.clear_stale_readers()
+    }
+}
+
+impl EnvInner {
+    /// Decodes the meta of committed txn `txnid` from the map.
+    pub fn meta_for(&self, txnid: u64) -> Result<Meta> {
+        let which = txnid & 1;
+        let bytes = self
+            .map
+            .slice(which as usize * self.page_size, META_WRITE_SIZE);
+        let (meta, _) = Meta::decode(bytes, which)?;
+        if meta.txnid != txnid {
+            return Err(Error::corrupted(
+                which,
+                "meta page does not hold the published txn",
+            ));
+        }
+        Ok(meta)
+    }
+
+    /// The latest committed meta.
+    pub fn latest_meta(&self) -> Result<Meta> {
+        loop {
+            let t = self.lock.txnid_cell().load(Ordering::Acquire);
+            match self.meta_for(t) {
+                Ok(m) => return Ok(m),
+                // A commit raced with us: the txnid moved on while we read.
+                Err(_) if self.lock.txnid_cell().load(Ordering::Acquire) != t => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Map size to record for a snapshot ending at page `next_pgno`, and the allocation
+    /// limit in pages.
+    pub fn map_size_for(&self, next_pgno: u64) -> u64 {
+        let used = next_pgno * self.page_size as u64;
+        let mut size = self.map_size.load(Ordering::Acquire);
+        if !self.map_size_explicit.load(Ordering::Acquire) {
+            while size < used {
+                size += size.min(1 << 30);
+            }
+            self.map_size.store(size, Ordering::Release);
+        }
+        size
+    }
+
+    /// Highest page number + 1 a write txn may allocate.
+    pub fn max_pgno(&self) -> u64 {
+        let limit = if self.map_size_explicit.load(Ordering::Acquire) {
+            self.map_size
+                .load(Ordering::Acquire)
+                .min(self.map.len() as u64)
+        } else {
+            self.map.len() as u64
+        };
+        limit / self.page_size as u64
+    }
+}

@@ -1,0 +1,186 @@
+//! Free pages: the free DB's records, reclaiming them, and saving a txn's frees at commit.
+//!
+//! The free DB maps a txnid `T` (8-byte integer key) to an IDL: a u64 count followed by
+//! that many page numbers in descending order. Record `T` lists pages that txn `T` stopped
+//! using: reachable in snapshot `T - 1`, unreachable from snapshot `T` on. So its pages may
+//! be reused once no reader holds a snapshot older than `T` (invariant 3 of DESIGN.md):
+//! the writer reclaims records with `T <= oldest live snapshot` (and `<=` the last
+//! committed txn), oldest first.
+//!
+//! Records are consumed lazily, when allocation runs out of pages, and deleted from the
+//! free DB at commit, where the txn's own frees are written as record `W` (its txnid).
+
+use crate::btree::{cmp_u64, TreeMut};
+use crate::cursor::Position;
+use crate::error::{Error, Result};
+use crate::meta::DbRecord;
+use crate::page::read_u64;
+use crate::store::{DirtyPages, PageSource};
+
+/// Where the write txn looks for the next reclaimable free-DB record.
+#[derive(Clone, Debug)]
+pub struct Reclaim {
+    /// The free DB as of the txn's base snapshot (it does not change until commit).
+    free_db: DbRecord,
+    /// Records with keys below this may be reclaimed.
+    limit: u64,
+    /// Look for keys `>= next_key`.
+    next_key: u64,
+    /// Keys consumed so far, to delete at commit.
+    pub consumed: Vec<u64>,
+    active: bool,
+}
+
+impl Reclaim {
+    /// Reclaiming from `free_db` records with keys `< limit`.
+    pub fn new(free_db: DbRecord, limit: u64) -> Self {
+        Reclaim {
+            free_db,
+            limit,
+            next_key: 0,
+            consumed: Vec::new(),
+            active: true,
+        }
+    }
+
+    /// True while more records may be found.
+    pub fn is_active(&self) -> bool {
+        self.active
+    }
+
+    /// Records that `key` was taken.
+    pub fn consumed(&mut self, key: u64) {
+        self.consumed.push(key);
+        self.next_key = key + 1;
+    }
+
+    /// No more records to take (or no more taking: commit has begun).
+    pub fn exhausted(&mut self) {
+        self.active = false;
+    }
+}
+
+/// Decodes an IDL value: count, then that many page numbers.
+pub fn decode_idl(value: &[u8], pgno_for_errors: u64) -> Result<Vec<u64>> {
+    if value.len() < 8 {
+        return Err(Error::corrupted(
+            pgno_for_errors,
+            "free-list record shorter than its count",
+        ));
+    }
+    let count = read_u64(value, 0) as usize;
+    if count.checked_mul(8).is_none_or(|b| b > value.len() - 8) {
+        return Err(Error::corrupted(
+            pgno_for_errors,
+            "free-list record count exceeds its length",
+        ));
+    }
+    Ok((0..count).map(|i| read_u64(value, 8 + 8 * i)).collect())
+}
+
+/// Encodes an IDL (pages must already be sorted descending), padded to `len` bytes.
+pub fn encode_idl(pages: &[u64], len: usize) -> Vec<u8> {
+    debug_assert!(
+        pages.windows(2).all(|w| w[0] > w[1]),
+        "IDL must be strictly descending"
+    );
+    let mut out = Vec::with_capacity(len);
+    out.extend_from_slice(&(pages.len() as u64).to_le_bytes());
+    for p in pages {
+        out.extend_from_slice(&p.to_le_bytes());
+    }
+    out.resize(len.max(out.len()), 0);
+    out
+}
+
+/// Finds the next reclaimable record: returns its key and pages.
+pub fn next_reclaimable<S: PageSource + ?Sized>(
+    src: &S,
+    reclaim: &Reclaim,
+) -> Result<Option<(u64, Vec<u64>)>> {
+    if reclaim.next_key >= reclaim.limit {
+        return Ok(None);
+    }
+    let mut pos = Position::default();
+    if pos
+        .seek(
+            src,
+            &reclaim.free_db,
+            cmp_u64,
+            &reclaim.next_key.to_le_bytes(),
+        )?
+        .is_none()
+    {
+        return Ok(None);
+    }
+    let (key, value) = pos.current(src)?;
+    let key: [u8; 8] = key
+        .try_into()
+        .map_err(|_| Error::corrupted(pos.path.leaf(), "free-DB key is not 8 bytes"))?;
+    let key = u64::from_le_bytes(key);
+    if key >= reclaim.limit {
+        return Ok(None);
+    }
+    let pages = decode_idl(value, pos.path.leaf())?;
+    Ok(Some((key, pages)))
+}
+
+/// Writes the txn's free-page bookkeeping into the free DB: deletes the records it
+/// consumed and saves every page it freed or did not use under key `txnid`.
+///
+/// Allocations made here come from the end of the file only, so the lists being saved
+/// can only grow while they are saved (by pages the free DB's own copy-on-write frees),
+/// which bounds the loop.
+pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> Result<()> {
+    pages.reclaim.exhausted();
+    let consumed = std::mem::take(&mut pages.reclaim.consumed);
+    // Allocation during save must not take from the lists being saved.
+    let mut held = std::mem::take(&mut pages.free.pool);
+    held.append(&mut pages.free.loose);
+    for key in &consumed {
+        let mut tree = TreeMut {
+            store: &mut *pages,
+            db: &mut *free_db,
+            cmp: cmp_u64,
+        };
+        if !tree.delete(&key.to_le_bytes())? {
+            return Err(Error::corrupted(
+                free_db.root,
+                "consumed free-DB record vanished",
+            ));
+        }
+    }
+    let key = txnid.to_le_bytes();
+    let page_size = pages.page_size();
+    let mut written: Option<Vec<u64>> = None;
+    let mut record_len = 0;
+    for _round in 0..64 {
+        // Pages freed by the free DB's own changes join the held lists.
+        held.append(&mut pages.free.loose);
+        held.append(&mut pages.free.pool);
+        let mut all: Vec<u64> = held
+            .iter()
+            .chain(pages.free.freed.iter())
+            .copied()
+            .collect();
+        all.sort_unstable_by(|a, b| b.cmp(a));
+        debug_assert!(all.windows(2).all(|w| w[0] != w[1]), "a page is free twice");
+        if written.as_deref() == Some(&all[..]) || (written.is_none() && all.is_empty()) {
+            return Ok(());
+        }
+        let needed = 8 * (all.len() + 1);
+        if needed > record_len || needed + 2 * page_size < record_len {
+            // Leave slack so that the next round's few extra pages fit in place.
+            record_len = needed + needed / 8 + 64;
+        }
+        let value = encode_idl(&all, record_len);
+        let mut tree = TreeMut {
+            store: &mut *pages,
+            db: &mut *free_db,
+            cmp: cmp_u64,
+        };
+        tree.put(&key, &value, Default::default())?;
+        written = Some(all);
+    }
+    Err(Error::Panic("free list did not settle while saving"))
+}

@@ -1,0 +1,57 @@
+//! ferrocore: an embedded transactional key-value store with LMDB's data file format and
+//! semantics — memory-mapped copy-on-write B+tree, MVCC snapshots, one writer and lock-free
+//! readers, no write-ahead log.
+//!
+//! ```no_run
+//! use ferrocore::{Database, Env};
+//!
+//! # fn main() -> ferrocore::Result<()> {
+//! // SAFETY: nothing else modifies the files of this environment while it is open.
+//! let env = unsafe { Env::open("/tmp/my-env")? };
+//! let mut txn = env.begin_write()?;
+//! txn.put(Database::MAIN, b"hello", b"world", 0)?;
+//! txn.commit()?;
+//!
+//! let txn = env.begin_read()?;
+//! assert_eq!(txn.get(Database::MAIN, b"hello")?, Some(&b"world"[..]));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Module map: `page` (on-disk layout, validated views), `meta` (the two meta pages),
+//! `store` (the page seam between trees and storage), `btree` and `cursor` (tree
+//! algorithms), `freelist` (free pages), `txn` (transactions and commit), `env` (open,
+//! stat, info), `io` and `lock` (the map, the lock file), `check` (integrity checker).
+
+pub mod btree;
+pub mod check;
+pub mod cursor;
+pub mod env;
+pub mod error;
+pub mod freelist;
+pub mod io;
+pub mod lock;
+pub mod meta;
+pub mod page;
+pub mod store;
+pub mod txn;
+
+pub use env::{env_flags, long_key_max, Env, EnvInfo, EnvOptions, Stat};
+pub use error::{Error, Result};
+pub use txn::{put_flags, Cursor, Database, InactiveReadTxn, Item, ReadTxn, WriteCursor, WriteTxn};
+
+/// Database flags, with LMDB's values (stored in the DB record's `md_flags`).
+pub mod db_flags {
+    /// Compare keys as byte strings from the end.
+    pub const REVERSE_KEY: u16 = 0x02;
+    /// Sorted duplicate values per key.
+    pub const DUP_SORT: u16 = 0x04;
+    /// Keys are native unsigned integers (u32 or u64), compared as such.
+    pub const INTEGER_KEY: u16 = 0x08;
+    /// DUPSORT values all have one size.
+    pub const DUP_FIXED: u16 = 0x10;
+    /// DUPSORT values are native unsigned integers.
+    pub const INTEGER_DUP: u16 = 0x20;
+    /// DUPSORT values compare from the end.
+    pub const REVERSE_DUP: u16 = 0x40;
+}

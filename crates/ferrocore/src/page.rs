@@ -1,0 +1,564 @@
+//! Page layout of LMDB's data file, and bounds-checked views of pages and nodes.
+//!
+//! Every non-meta page starts with a 16-byte header:
+//!
+//! ```text
+//!  0..8   mp_pgno   the page's own number
+//!  8..10  mp_pad    LEAF2: fixed key size; otherwise unused
+//! 10..12  mp_flags  BRANCH | LEAF | OVERFLOW | META | LEAF2 | SUBP
+//! 12..14  mp_lower  end of the slot array (16 + 2 * nodes)
+//! 14..16  mp_upper  start of the node area
+//! 12..16  mp_pages  OVERFLOW only: length of the run in pages
+//! ```
+//!
+//! The slot array (u16 offsets from the page start, in key order) grows up from byte 16;
+//! nodes are packed down from the end of the page. A node is
+//! `lo:u16 hi:u16 flags:u16 ksize:u16 key[ksize] data[...]`, where a leaf keeps the data
+//! size in `lo | hi << 16` and a branch keeps its child page number in
+//! `lo | hi << 16 | flags << 32`. See `docs/FORMAT.md`.
+//!
+//! Reading never trusts the file: [`PageView::parse`] checks the header and
+//! [`PageView::node`] checks every offset and length against the page, so a corrupted
+//! page yields [`Error::Corrupted`] instead of a panic. Mutation helpers at the bottom work
+//! on a dirty page buffer the engine itself wrote, and assert their invariants.
+
+use crate::error::{Error, Result};
+
+/// Size of the header at the start of every page.
+pub const PAGE_HEADER_SIZE: usize = 16;
+/// Size of a node header (`lo`, `hi`, `flags`, `ksize`).
+pub const NODE_HEADER_SIZE: usize = 8;
+/// "No page": the root of an empty tree.
+pub const P_INVALID: u64 = u64::MAX;
+/// Smallest page size ferrocore accepts.
+pub const MIN_PAGE_SIZE: usize = 4096;
+/// Largest page size ferrocore accepts. `mp_upper` is a u16 holding offsets up to the page
+/// size itself, so LMDB 0.9's format cannot describe 64 KiB pages (only MDB_DEVEL builds,
+/// with a different data version, can).
+pub const MAX_PAGE_SIZE: usize = 32768;
+
+/// Page flags (`mp_flags`).
+pub mod page_flags {
+    /// Branch page: nodes point at child pages.
+    pub const BRANCH: u16 = 0x01;
+    /// Leaf page: nodes hold keys and values.
+    pub const LEAF: u16 = 0x02;
+    /// First page of an overflow run.
+    pub const OVERFLOW: u16 = 0x04;
+    /// Meta page (pages 0 and 1).
+    pub const META: u16 = 0x08;
+    /// In-memory "dirty" marker; on disk only on sub-pages.
+    pub const DIRTY: u16 = 0x10;
+    /// Leaf of fixed-size keys without node headers (DUPFIXED).
+    pub const LEAF2: u16 = 0x20;
+    /// Sub-page embedded in a DUPSORT node.
+    pub const SUBP: u16 = 0x40;
+}
+
+/// Leaf node flags (`mn_flags`).
+pub mod node_flags {
+    /// Data lives in an overflow run; the node holds its first page number.
+    pub const BIGDATA: u16 = 0x01;
+    /// Data is a 48-byte database record.
+    pub const SUBDATA: u16 = 0x02;
+    /// Data is a sub-page (or, with SUBDATA, a sub-database) of duplicates.
+    pub const DUPDATA: u16 = 0x04;
+}
+
+/// Rounds `n` up to an even number: every node footprint is even so nodes stay 2-aligned.
+#[inline]
+pub const fn even(n: usize) -> usize {
+    (n + 1) & !1
+}
+
+/// Largest node (header + key + inline data) kept inside a page: two must fit.
+#[inline]
+pub const fn node_max(page_size: usize) -> usize {
+    (((page_size - PAGE_HEADER_SIZE) / 2) & !1) - 2
+}
+
+/// Number of pages of an overflow run holding `data_size` bytes.
+#[inline]
+pub const fn overflow_pages(page_size: usize, data_size: usize) -> usize {
+    (PAGE_HEADER_SIZE - 1 + data_size) / page_size + 1
+}
+
+#[inline]
+pub(crate) fn read_u16(b: &[u8], off: usize) -> u16 {
+    u16::from_le_bytes([b[off], b[off + 1]])
+}
+
+#[inline]
+pub(crate) fn read_u32(b: &[u8], off: usize) -> u32 {
+    u32::from_le_bytes(b[off..off + 4].try_into().expect("4 bytes"))
+}
+
+#[inline]
+pub(crate) fn read_u64(b: &[u8], off: usize) -> u64 {
+    u64::from_le_bytes(b[off..off + 8].try_into().expect("8 bytes"))
+}
+
+#[inline]
+pub(crate) fn write_u16(b: &mut [u8], off: usize, v: u16) {
+    b[off..off + 2].copy_from_slice(&v.to_le_bytes());
+}
+
+#[inline]
+pub(crate) fn write_u32(b: &mut [u8], off: usize, v: u32) {
+    b[off..off + 4].copy_from_slice(&v.to_le_bytes());
+}
+
+#[inline]
+pub(crate) fn write_u64(b: &mut [u8], off: usize, v: u64) {
+    b[off..off + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+/// A validated view of a branch or leaf page (not LEAF2, not overflow).
+#[derive(Clone, Copy, Debug)]
+pub struct PageView<'a> {
+    pgno: u64,
+    bytes: &'a [u8],
+    flags: u16,
+    num_keys: usize,
+}
+
+/// A node read from a page: its key and what its data field holds.
+#[derive(Clone, Copy, Debug)]
+pub struct Node<'a> {
+    /// The node's flags (`node_flags`); 0 on branch pages.
+    pub flags: u16,
+    /// The key bytes (empty for node 0 of a branch page).
+    pub key: &'a [u8],
+    /// Branch: child page number. Leaf: data size in bytes.
+    pub lo_hi: u64,
+    /// Leaf only: the bytes stored in the node after the key (the value, an 8-byte
+    /// overflow page number, a 48-byte DB record or a sub-page). Empty on branches.
+    pub data: &'a [u8],
+}
+
+impl<'a> Node<'a> {
+    /// The child page number of a branch node.
+    #[inline]
+    pub fn child(&self) -> u64 {
+        self.lo_hi
+    }
+
+    /// The full value size of a leaf node (for BIGDATA, the size of the overflow value).
+    #[inline]
+    pub fn data_size(&self) -> usize {
+        self.lo_hi as usize
+    }
+
+    /// The first page of the overflow run of a BIGDATA leaf node.
+    #[inline]
+    pub fn overflow_pgno(&self) -> u64 {
+        debug_assert!(self.flags & node_flags::BIGDATA != 0);
+        read_u64(self.data, 0)
+    }
+}
+
+impl<'a> PageView<'a> {
+    /// Checks the header of a branch or leaf page whose number is `pgno`.
+    pub fn parse(bytes: &'a [u8], pgno: u64) -> Result<Self> {
+        if bytes.len() < PAGE_HEADER_SIZE {
+            return Err(Error::corrupted(pgno, "page shorter than its header"));
+        }
+        let flags = read_u16(bytes, 10);
+        if flags & (page_flags::BRANCH | page_flags::LEAF) == 0
+            || flags & (page_flags::OVERFLOW | page_flags::META) != 0
+        {
+            return Err(Error::corrupted(pgno, "not a branch or leaf page"));
+        }
+        if flags & page_flags::BRANCH != 0 && flags & page_flags::LEAF != 0 {
+            return Err(Error::corrupted(pgno, "page is both branch and leaf"));
+        }
+        if flags & page_flags::LEAF2 != 0 {
+            return Err(Error::corrupted(
+                pgno,
+                "LEAF2 page where a node page is expected",
+            ));
+        }
+        if flags & page_flags::SUBP == 0 && read_u64(bytes, 0) != pgno {
+            return Err(Error::corrupted(
+                pgno,
+                "page number in header does not match",
+            ));
+        }
+        let lower = read_u16(bytes, 12) as usize;
+        let upper = read_u16(bytes, 14) as usize;
+        if lower < PAGE_HEADER_SIZE || lower % 2 != 0 || lower > upper || upper > bytes.len() {
+            return Err(Error::corrupted(pgno, "bad lower/upper bounds"));
+        }
+        Ok(PageView {
+            pgno,
+            bytes,
+            flags,
+            num_keys: (lower - PAGE_HEADER_SIZE) / 2,
+        })
+    }
+
+    /// This page's number.
+    #[inline]
+    pub fn pgno(&self) -> u64 {
+        self.pgno
+    }
+
+    /// The raw page bytes.
+    #[inline]
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// Page flags.
+    #[inline]
+    pub fn flags(&self) -> u16 {
+        self.flags
+    }
+
+    /// True for a leaf page.
+    #[inline]
+    pub fn is_leaf(&self) -> bool {
+        self.flags & page_flags::LEAF != 0
+    }
+
+    /// True for a branch page.
+    #[inline]
+    pub fn is_branch(&self) -> bool {
+        self.flags & page_flags::BRANCH != 0
+    }
+
+    /// Number of nodes.
+    #[inline]
+    pub fn num_keys(&self) -> usize {
+        self.num_keys
+    }
+
+    /// Free bytes between the slot array and the node area.
+    #[inline]
+    pub fn free_space(&self) -> usize {
+        read_u16(self.bytes, 14) as usize - read_u16(self.bytes, 12) as usize
+    }
+
+    /// Fill in per-mille, as LMDB measures it.
+    pub fn fill_permille(&self) -> usize {
+        let usable = self.bytes.len() - PAGE_HEADER_SIZE;
+        1000 * (usable - self.free_space()) / usable
+    }
+
+    /// Node `i`, with every offset checked against the page.
+    #[inline]
+    pub fn node(&self, i: usize) -> Result<Node<'a>> {
+        let b = self.bytes;
+        if i >= self.num_keys {
+            return Err(Error::corrupted(
+                self.pgno,
+                "node index past the slot array",
+            ));
+        }
+        let off = read_u16(b, PAGE_HEADER_SIZE + 2 * i) as usize;
+        let upper = read_u16(b, 14) as usize;
+        if off < upper || off + NODE_HEADER_SIZE > b.len() {
+            return Err(Error::corrupted(
+                self.pgno,
+                "node offset outside the node area",
+            ));
+        }
+        let lo = read_u16(b, off) as u64;
+        let hi = read_u16(b, off + 2) as u64;
+        let fl = read_u16(b, off + 4);
+        let ksize = read_u16(b, off + 6) as usize;
+        let key_start = off + NODE_HEADER_SIZE;
+        let key_end = key_start + ksize;
+        if key_end > b.len() {
+            return Err(Error::corrupted(self.pgno, "node key runs past the page"));
+        }
+        let key = &b[key_start..key_end];
+        if self.is_branch() {
+            return Ok(Node {
+                flags: 0,
+                key,
+                lo_hi: lo | hi << 16 | (fl as u64) << 32,
+                data: &[],
+            });
+        }
+        let dsize = (lo | hi << 16) as usize;
+        let stored = if fl & node_flags::BIGDATA != 0 {
+            8
+        } else {
+            dsize
+        };
+        if key_end + stored > b.len() {
+            return Err(Error::corrupted(self.pgno, "node data runs past the page"));
+        }
+        Ok(Node {
+            flags: fl,
+            key,
+            lo_hi: dsize as u64,
+            data: &b[key_end..key_end + stored],
+        })
+    }
+
+    /// Key of node `i` (empty for node 0 of a branch).
+    #[inline]
+    pub fn key(&self, i: usize) -> Result<&'a [u8]> {
+        Ok(self.node(i)?.key)
+    }
+
+    /// Child page of branch node `i`.
+    #[inline]
+    pub fn child(&self, i: usize) -> Result<u64> {
+        debug_assert!(self.is_branch());
+        Ok(self.node(i)?.child())
+    }
+}
+
+/// What a new node carries after its key.
+#[derive(Clone, Copy, Debug)]
+pub enum NodeValue<'a> {
+    /// Branch node: the child page number.
+    Child(u64),
+    /// Leaf node with inline data and the given node flags (0, SUBDATA or DUPDATA...).
+    Inline { flags: u16, data: &'a [u8] },
+    /// Leaf node whose data lives in an overflow run starting at `pgno`.
+    Overflow { pgno: u64, size: usize },
+}
+
+impl NodeValue<'_> {
+    /// Bytes the node occupies in the node area (not counting its slot).
+    #[inline]
+    pub fn footprint(&self, key_len: usize) -> usize {
+        even(NODE_HEADER_SIZE + key_len + self.stored_len())
+    }
+
+    #[inline]
+    fn stored_len(&self) -> usize {
+        match self {
+            NodeValue::Child(_) => 0,
+            NodeValue::Inline { data, .. } => data.len(),
+            NodeValue::Overflow { .. } => 8,
+        }
+    }
+}
+
+/// Mutation helpers on a dirty page buffer that the engine owns.
+pub mod edit {
+    use super::*;
+
+    /// Initialises an empty page of type `flags`.
+    pub fn init(page: &mut [u8], pgno: u64, flags: u16) {
+        page[..PAGE_HEADER_SIZE].fill(0);
+        write_u64(page, 0, pgno);
+        write_u16(page, 10, flags);
+        write_u16(page, 12, PAGE_HEADER_SIZE as u16);
+        write_u16(page, 14, page.len() as u16);
+        debug_assert!(page.len() <= MAX_PAGE_SIZE);
+    }
+
+    /// Sets the page number in the header.
+    pub fn set_pgno(page: &mut [u8], pgno: u64) {
+        write_u64(page, 0, pgno);
+    }
+
+    /// Number of nodes on the page.
+    #[inline]
+    pub fn num_keys(page: &[u8]) -> usize {
+        (read_u16(page, 12) as usize - PAGE_HEADER_SIZE) / 2
+    }
+
+    /// Free bytes on the page.
+    #[inline]
+    pub fn free_space(page: &[u8]) -> usize {
+        (read_u16(page, 14) - read_u16(page, 12)) as usize
+    }
+
+    /// Inserts a node at slot `idx`. Returns false (changing nothing) if it does not fit.
+    pub fn insert_node(page: &mut [u8], idx: usize, key: &[u8], value: NodeValue<'_>) -> bool {
+        let n = num_keys(page);
+        debug_assert!(idx <= n);
+        let size = value.footprint(key.len());
+        if size + 2 > free_space(page) {
+            return false;
+        }
+        let lower = read_u16(page, 12) as usize;
+        let upper = read_u16(page, 14) as usize - size;
+        let slot = PAGE_HEADER_SIZE + 2 * idx;
+        page.copy_within(slot..lower, slot + 2);
+        write_u16(page, slot, upper as u16);
+        write_u16(page, 12, (lower + 2) as u16);
+        write_u16(page, 14, upper as u16);
+        let (lo_hi, flags, stored) = match value {
+            NodeValue::Child(pgno) => (pgno, (pgno >> 32) as u16, &[][..]),
+            NodeValue::Inline { flags, data } => (data.len() as u64, flags, data),
+            NodeValue::Overflow { size, .. } => (size as u64, node_flags::BIGDATA, &[][..]),
+        };
+        write_u16(page, upper, lo_hi as u16);
+        write_u16(page, upper + 2, (lo_hi >> 16) as u16);
+        write_u16(page, upper + 4, flags);
+        write_u16(page, upper + 6, key.len() as u16);
+        let key_end = upper + NODE_HEADER_SIZE + key.len();
+        page[upper + NODE_HEADER_SIZE..key_end].copy_from_slice(key);
+        match value {
+            NodeValue::Overflow { pgno, .. } => write_u64(page, key_end, pgno),
+            _ => page[key_end..key_end + stored.len()].copy_from_slice(stored),
+        }
+        true
+    }
+
+    /// Footprint of the node at slot `idx` (the engine wrote it, so it is well formed).
+    fn node_footprint(page: &[u8], idx: usize) -> (usize, usize) {
+        let off = read_u16(page, PAGE_HEADER_SIZE + 2 * idx) as usize;
+        let flags = read_u16(page, 10);
+        let ksize = read_u16(page, off + 6) as usize;
+        let stored = if flags & page_flags::BRANCH != 0 {
+            0
+        } else if read_u16(page, off + 4) & node_flags::BIGDATA != 0 {
+            8
+        } else {
+            read_u16(page, off) as usize | (read_u16(page, off + 2) as usize) << 16
+        };
+        (off, even(NODE_HEADER_SIZE + ksize + stored))
+    }
+
+    /// Removes the node at slot `idx`, compacting the node area.
+    pub fn delete_node(page: &mut [u8], idx: usize) {
+        let n = num_keys(page);
+        assert!(idx < n, "delete_node: index {idx} out of {n}");
+        let (off, size) = node_footprint(page, idx);
+        let lower = read_u16(page, 12) as usize;
+        let upper = read_u16(page, 14) as usize;
+        // Nodes stored below `off` move up by `size` to close the gap.
+        page.copy_within(upper..off, upper + size);
+        for j in 0..n {
+            let s = PAGE_HEADER_SIZE + 2 * j;
+            let o = read_u16(page, s) as usize;
+            if o < off {
+                write_u16(page, s, (o + size) as u16);
+            }
+        }
+        let slot = PAGE_HEADER_SIZE + 2 * idx;
+        page.copy_within(slot + 2..lower, slot);
+        write_u16(page, 12, (lower - 2) as u16);
+        write_u16(page, 14, (upper + size) as u16);
+    }
+
+    /// Overwrites the inline data of leaf node `idx` in place; `data` must have the size of
+    /// the data stored there now.
+    pub fn overwrite_inline_data(page: &mut [u8], idx: usize, data: &[u8]) {
+        let off = read_u16(page, PAGE_HEADER_SIZE + 2 * idx) as usize;
+        let ksize = read_u16(page, off + 6) as usize;
+        let start = off + NODE_HEADER_SIZE + ksize;
+        debug_assert_eq!(read_u16(page, off + 4) & node_flags::BIGDATA, 0);
+        debug_assert_eq!(
+            read_u16(page, off) as usize | (read_u16(page, off + 2) as usize) << 16,
+            data.len()
+        );
+        page[start..start + data.len()].copy_from_slice(data);
+    }
+
+    /// Mutable access to the inline data of leaf node `idx`.
+    pub fn inline_data_mut(page: &mut [u8], idx: usize) -> &mut [u8] {
+        let off = read_u16(page, PAGE_HEADER_SIZE + 2 * idx) as usize;
+        let ksize = read_u16(page, off + 6) as usize;
+        let len = read_u16(page, off) as usize | (read_u16(page, off + 2) as usize) << 16;
+        let start = off + NODE_HEADER_SIZE + ksize;
+        &mut page[start..start + len]
+    }
+
+    /// Points branch node `idx` at `child`.
+    pub fn set_child(page: &mut [u8], idx: usize, child: u64) {
+        let off = read_u16(page, PAGE_HEADER_SIZE + 2 * idx) as usize;
+        write_u16(page, off, child as u16);
+        write_u16(page, off + 2, (child >> 16) as u16);
+        write_u16(page, off + 4, (child >> 32) as u16);
+    }
+
+    /// Writes the header of the first page of an overflow run of `pages` pages.
+    pub fn init_overflow(page: &mut [u8], pgno: u64, pages: u32) {
+        page[..PAGE_HEADER_SIZE].fill(0);
+        write_u64(page, 0, pgno);
+        write_u16(page, 10, page_flags::OVERFLOW);
+        write_u32(page, 12, pages);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_match_lmdb() {
+        assert_eq!(node_max(4096), 2038);
+        assert_eq!(node_max(8192), 4086);
+        assert_eq!(node_max(16384), 8182);
+        assert_eq!(node_max(32768), 16374);
+        assert_eq!(overflow_pages(4096, 4096 - 16), 1);
+        assert_eq!(overflow_pages(4096, 4096 - 15), 2);
+    }
+
+    #[test]
+    fn insert_delete_roundtrip() {
+        let mut page = vec![0u8; 4096];
+        edit::init(&mut page, 7, page_flags::LEAF);
+        assert!(edit::insert_node(
+            &mut page,
+            0,
+            b"b",
+            NodeValue::Inline {
+                flags: 0,
+                data: b"2"
+            }
+        ));
+        assert!(edit::insert_node(
+            &mut page,
+            0,
+            b"a",
+            NodeValue::Inline {
+                flags: 0,
+                data: b"1"
+            }
+        ));
+        assert!(edit::insert_node(
+            &mut page,
+            2,
+            b"c",
+            NodeValue::Inline {
+                flags: 0,
+                data: b"333"
+            }
+        ));
+        let v = PageView::parse(&page, 7).unwrap();
+        assert_eq!(v.num_keys(), 3);
+        assert_eq!(v.node(0).unwrap().key, b"a");
+        assert_eq!(v.node(2).unwrap().data, b"333");
+        edit::delete_node(&mut page, 1);
+        let v = PageView::parse(&page, 7).unwrap();
+        assert_eq!(v.num_keys(), 2);
+        assert_eq!(v.node(0).unwrap().data, b"1");
+        assert_eq!(v.node(1).unwrap().key, b"c");
+        assert_eq!(
+            v.free_space(),
+            4096 - 16 - 4 - even(8 + 1 + 1) - even(8 + 1 + 3)
+        );
+    }
+
+    #[test]
+    fn corrupted_offsets_are_errors() {
+        let mut page = vec![0u8; 4096];
+        edit::init(&mut page, 3, page_flags::LEAF);
+        assert!(edit::insert_node(
+            &mut page,
+            0,
+            b"k",
+            NodeValue::Inline {
+                flags: 0,
+                data: b"v"
+            }
+        ));
+        write_u16(&mut page, 16, 4094); // slot points at the last 2 bytes
+        let v = PageView::parse(&page, 3).unwrap();
+        assert!(matches!(v.node(0), Err(Error::Corrupted { pgno: 3, .. })));
+        write_u16(&mut page, 14, 5000); // upper beyond the page
+        assert!(PageView::parse(&page, 3).is_err());
+        assert!(PageView::parse(&page, 4).is_err());
+    }
+}

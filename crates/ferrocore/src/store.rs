@@ -1,0 +1,329 @@
+//! The seam between the tree code and page storage.
+//!
+//! Tree algorithms (`btree`, `cursor`) see pages only through [`PageSource`] (read a page
+//! by number) and [`PageStore`] (make a page writable, allocate, free). The map-backed
+//! implementations live here: [`SnapshotPages`] for read transactions and [`DirtyPages`]
+//! for the write transaction, which keeps every page it changes in memory until commit
+//! (copy-on-write: a page reachable from a committed meta is never written in place).
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::error::{Error, Result};
+use crate::io::Map;
+
+/// Read access to pages by number.
+pub trait PageSource {
+    /// Page size in bytes.
+    fn page_size(&self) -> usize;
+
+    /// `count` consecutive pages starting at `pgno`, checked to lie within the snapshot.
+    fn pages(&self, pgno: u64, count: usize) -> Result<&[u8]>;
+
+    /// One page.
+    #[inline]
+    fn page(&self, pgno: u64) -> Result<&[u8]> {
+        self.pages(pgno, 1)
+    }
+}
+
+/// Write access: what copy-on-write tree mutation needs.
+pub trait PageStore: PageSource {
+    /// True if `pgno` was allocated by this transaction (and so may be written in place).
+    fn is_dirty(&self, pgno: u64) -> bool;
+
+    /// The buffer of a dirty page (or overflow run). Panics if `pgno` is not dirty.
+    fn dirty_mut(&mut self, pgno: u64) -> &mut [u8];
+
+    /// Returns the number of a writable copy of `pgno`: itself if dirty, else a new page
+    /// holding a copy (the old page is freed as of this transaction).
+    fn touch(&mut self, pgno: u64) -> Result<u64>;
+
+    /// Allocates `count` consecutive new pages (content unspecified).
+    fn alloc(&mut self, count: usize) -> Result<u64>;
+
+    /// Frees `count` consecutive pages starting at `pgno`.
+    fn free(&mut self, pgno: u64, count: usize);
+}
+
+/// Pages of a committed snapshot, read straight from the map.
+pub struct SnapshotPages<'e> {
+    map: &'e Map,
+    page_size: usize,
+    /// Pages `0..end_pgno` belong to the snapshot.
+    end_pgno: u64,
+}
+
+impl<'e> SnapshotPages<'e> {
+    /// A view of the snapshot whose last page is `last_pgno`.
+    pub fn new(map: &'e Map, page_size: usize, last_pgno: u64) -> Self {
+        SnapshotPages {
+            map,
+            page_size,
+            end_pgno: last_pgno + 1,
+        }
+    }
+}
+
+#[inline]
+fn map_pages(map: &Map, page_size: usize, end_pgno: u64, pgno: u64, count: usize) -> Result<&[u8]> {
+    match pgno.checked_add(count as u64) {
+        Some(end) if pgno >= 2 && end <= end_pgno => {
+            Ok(map.slice(pgno as usize * page_size, count * page_size))
+        }
+        _ => Err(Error::PageNotFound { pgno }),
+    }
+}
+
+impl PageSource for SnapshotPages<'_> {
+    #[inline]
+    fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    #[inline]
+    fn pages(&self, pgno: u64, count: usize) -> Result<&[u8]> {
+        map_pages(self.map, self.page_size, self.end_pgno, pgno, count)
+    }
+}
+
+/// A cheap hasher for page numbers (they are already well spread in their low bits).
+#[derive(Default)]
+pub struct PgnoHasher(u64);
+
+impl Hasher for PgnoHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// Map from page number to something, hashed cheaply.
+pub type PgnoMap<V> = HashMap<u64, V, BuildHasherDefault<PgnoHasher>>;
+
+/// Free pages known to the write transaction, and where they came from.
+#[derive(Default, Debug)]
+pub struct FreePages {
+    /// Pages allocated and then freed by this transaction: reusable at once.
+    pub loose: Vec<u64>,
+    /// Pages of the base snapshot freed by this transaction: recorded under its txnid.
+    pub freed: Vec<u64>,
+    /// Pages taken from free-DB records no reader can see: reusable now. Sorted
+    /// descending, so `pop` yields the lowest page.
+    pub pool: Vec<u64>,
+}
+
+/// The write transaction's pages: dirty copies in memory over the map of the base snapshot.
+pub struct DirtyPages<'e> {
+    map: &'e Map,
+    page_size: usize,
+    /// Pages below this number exist in the file as of the base snapshot.
+    snapshot_end: u64,
+    /// First page number never allocated (the file's logical end for this txn).
+    pub next_pgno: u64,
+    /// Allocation may not reach this page number (the map size limit).
+    pub max_pgno: u64,
+    dirty: PgnoMap<Box<[u8]>>,
+    /// Single-page buffers kept for reuse (across commits too).
+    spare: Vec<Box<[u8]>>,
+    /// Free pages and their provenance.
+    pub free: FreePages,
+    /// Where the next free-DB record to reclaim is looked for.
+    pub reclaim: crate::freelist::Reclaim,
+}
+
+impl<'e> DirtyPages<'e> {
+    /// Starts a write transaction over the snapshot whose last page is `last_pgno`.
+    pub fn new(
+        map: &'e Map,
+        page_size: usize,
+        last_pgno: u64,
+        max_pgno: u64,
+        spare: Vec<Box<[u8]>>,
+        reclaim: crate::freelist::Reclaim,
+    ) -> Self {
+        DirtyPages {
+            map,
+            page_size,
+            snapshot_end: last_pgno + 1,
+            next_pgno: last_pgno + 1,
+            max_pgno,
+            dirty: PgnoMap::default(),
+            spare,
+            free: FreePages::default(),
+            reclaim,
+        }
+    }
+
+    /// Number of dirty pages (runs count once).
+    pub fn dirty_count(&self) -> usize {
+        self.dirty.len()
+    }
+
+    /// The dirty pages sorted by page number, for the commit's write-out.
+    pub fn sorted_dirty(&self) -> Vec<(u64, &[u8])> {
+        let mut v: Vec<(u64, &[u8])> = self.dirty.iter().map(|(&p, b)| (p, &b[..])).collect();
+        v.sort_unstable_by_key(|&(p, _)| p);
+        v
+    }
+
+    /// Drops every dirty page, returning single-page buffers for the next transaction.
+    pub fn take_spare(&mut self) -> Vec<Box<[u8]>> {
+        const KEEP: usize = 4096;
+        let ps = self.page_size;
+        for (_, b) in self.dirty.drain() {
+            if b.len() == ps && self.spare.len() < KEEP {
+                self.spare.push(b);
+            }
+        }
+        std::mem::take(&mut self.spare)
+    }
+
+    fn new_buffer(&mut self, count: usize) -> Box<[u8]> {
+        if count == 1 {
+            if let Some(b) = self.spare.pop() {
+                return b;
+            }
+        }
+        vec![0u8; count * self.page_size].into_boxed_slice()
+    }
+
+    /// Takes `count` consecutive page numbers from the free pages, if they hold such a run.
+    fn take_free(&mut self, count: usize) -> Option<u64> {
+        if count == 1 {
+            if let Some(p) = self.free.loose.pop() {
+                return Some(p);
+            }
+            return self.free.pool.pop();
+        }
+        // Runs come only from the pool (sorted descending): find `count` consecutive.
+        let pool = &mut self.free.pool;
+        if pool.len() < count {
+            return None;
+        }
+        let mut run = 1;
+        for i in (0..pool.len() - 1).rev() {
+            if pool[i] == pool[i + 1] + 1 {
+                run += 1;
+                if run == count {
+                    // pool[i..i+count] holds the run, highest first.
+                    let first = pool[i + count - 1];
+                    pool.drain(i..i + count);
+                    return Some(first);
+                }
+            } else {
+                run = 1;
+            }
+        }
+        None
+    }
+
+    /// Allocates from free pages, refilling the pool from free-DB records no reader can
+    /// see, and only then past the end of the file.
+    fn alloc_pages(&mut self, count: usize) -> Result<u64> {
+        let pgno = loop {
+            if let Some(p) = self.take_free(count) {
+                break p;
+            }
+            if self.reclaim.is_active() {
+                if let Some((key, pages)) =
+                    crate::freelist::next_reclaimable(&*self, &self.reclaim)?
+                {
+                    self.reclaim.consumed(key);
+                    self.free.pool.extend(pages);
+                    self.free.pool.sort_unstable_by(|a, b| b.cmp(a));
+                    continue;
+                }
+                self.reclaim.exhausted();
+            }
+            let p = self.next_pgno;
+            if p + count as u64 > self.max_pgno {
+                return Err(Error::MapFull);
+            }
+            self.next_pgno += count as u64;
+            break p;
+        };
+        let buf = self.new_buffer(count);
+        let old = self.dirty.insert(pgno, buf);
+        debug_assert!(old.is_none(), "page {pgno} allocated while dirty");
+        Ok(pgno)
+    }
+
+    /// Reads the base snapshot's copy of a page, bypassing dirty copies.
+    pub fn snapshot_pages(&self, pgno: u64, count: usize) -> Result<&'e [u8]> {
+        map_pages(self.map, self.page_size, self.snapshot_end, pgno, count)
+    }
+}
+
+impl PageSource for DirtyPages<'_> {
+    #[inline]
+    fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    #[inline]
+    fn pages(&self, pgno: u64, count: usize) -> Result<&[u8]> {
+        if let Some(b) = self.dirty.get(&pgno) {
+            if b.len() < count * self.page_size {
+                return Err(Error::corrupted(
+                    pgno,
+                    "overflow run longer than its allocation",
+                ));
+            }
+            return Ok(&b[..count * self.page_size]);
+        }
+        map_pages(self.map, self.page_size, self.snapshot_end, pgno, count)
+    }
+}
+
+impl PageStore for DirtyPages<'_> {
+    #[inline]
+    fn is_dirty(&self, pgno: u64) -> bool {
+        self.dirty.contains_key(&pgno)
+    }
+
+    #[inline]
+    fn dirty_mut(&mut self, pgno: u64) -> &mut [u8] {
+        self.dirty
+            .get_mut(&pgno)
+            .unwrap_or_else(|| panic!("page {pgno} is not dirty"))
+    }
+
+    fn touch(&mut self, pgno: u64) -> Result<u64> {
+        if self.is_dirty(pgno) {
+            return Ok(pgno);
+        }
+        let src = self.snapshot_pages(pgno, 1)?;
+        let new = self.alloc(1)?;
+        let buf = self.dirty_mut(new);
+        buf.copy_from_slice(src);
+        crate::page::edit::set_pgno(buf, new);
+        self.free(pgno, 1);
+        Ok(new)
+    }
+
+    fn alloc(&mut self, count: usize) -> Result<u64> {
+        self.alloc_pages(count)
+    }
+
+    fn free(&mut self, pgno: u64, count: usize) {
+        if let Some(buf) = self.dirty.remove(&pgno) {
+            if buf.len() == self.page_size {
+                self.spare.push(buf);
+            }
+            self.free.loose.extend(pgno..pgno + count as u64);
+        } else {
+            debug_assert!(pgno + count as u64 <= self.snapshot_end);
+            self.free.freed.extend(pgno..pgno + count as u64);
+        }
+    }
+}

@@ -1,0 +1,726 @@
+//! Transactions: read-only snapshots, the write transaction, and its commit.
+//!
+//! A read txn claims a reader slot, publishes the txnid it reads, and from then on reads
+//! pages straight from the map: zero-copy, no locks. The write txn holds the writer lock,
+//! keeps every page it changes in memory (`store::DirtyPages`), and commits by writing
+//! those pages in page order with vectored writes, flushing, then writing the meta page
+//! that points at them and flushing again (invariant 2 of DESIGN.md).
+
+use std::sync::atomic::Ordering;
+use std::sync::MutexGuard;
+
+use crate::btree::{self, cmp_lexicographic, cmp_u64, KeyCmp, PutMode, TreeMut};
+use crate::cursor::{Position, State};
+use crate::env::{env_flags, EnvInner, Stat};
+use crate::error::{Error, Result};
+use crate::freelist::{self, Reclaim};
+use crate::io;
+use crate::lock::LockFile;
+use crate::meta::{DbRecord, Meta, META_WRITE_SIZE};
+use crate::store::{DirtyPages, PageSource, SnapshotPages};
+
+/// A database handle. ferrocore has the main (unnamed) database; named databases come
+/// with the catalog (see the issue tracker).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Database(pub(crate) u32);
+
+impl Database {
+    /// The free-page database (read-only access, as LMDB's `FREE_DBI`).
+    pub const FREE: Database = Database(0);
+    /// The main database.
+    pub const MAIN: Database = Database(1);
+
+    /// The LMDB `MDB_dbi` number of this handle.
+    pub fn dbi(self) -> u32 {
+        self.0
+    }
+}
+
+/// Flags for `put`, with LMDB's values.
+pub mod put_flags {
+    /// Fail with `KeyExist` if the key exists.
+    pub const NO_OVERWRITE: u32 = 0x10;
+    /// DUPSORT: fail if the key/value pair exists (not yet supported: no DUPSORT).
+    pub const NO_DUP_DATA: u32 = 0x20;
+    /// Replace the item at the cursor (cursor put only).
+    pub const CURRENT: u32 = 0x40;
+    /// Reserve space for the value and return it for the caller to fill.
+    pub const RESERVE: u32 = 0x10000;
+    /// The key sorts after every key in the DB; `KeyExist` otherwise. Builds full pages.
+    pub const APPEND: u32 = 0x20000;
+    /// DUPSORT append (not yet supported).
+    pub const APPEND_DUP: u32 = 0x40000;
+    /// DUPFIXED multiple values (not yet supported).
+    pub const MULTIPLE: u32 = 0x80000;
+}
+
+fn stat_of(db: &DbRecord, page_size: usize) -> Stat {
+    Stat {
+        page_size: page_size as u32,
+        depth: db.depth as u32,
+        branch_pages: db.branch_pages,
+        leaf_pages: db.leaf_pages,
+        overflow_pages: db.overflow_pages,
+        entries: db.entries,
+    }
+}
+
+/// Checks a key against the environment's limits.
+fn check_key(env: &EnvInner, key: &[u8]) -> Result<()> {
+    if key.is_empty() || key.len() > env.max_key_size {
+        return Err(Error::BadValSize {
+            what: "key",
+            size: key.len(),
+            max: env.max_key_size,
+        });
+    }
+    Ok(())
+}
+
+/// A reader slot held by a read txn; given back on drop.
+struct ReaderSlot<'env> {
+    lock: &'env LockFile,
+    index: usize,
+}
+
+impl Drop for ReaderSlot<'_> {
+    fn drop(&mut self) {
+        self.lock.release_slot(self.index);
+    }
+}
+
+/// Publishes a snapshot in `slot` and reads its meta.
+fn take_snapshot(env: &EnvInner, slot: &ReaderSlot<'_>) -> Result<Meta> {
+    if env.failed.load(Ordering::Acquire) {
+        return Err(Error::Panic("a commit failed; reopen the environment"));
+    }
+    loop {
+        let t = env.lock.begin_snapshot(slot.index);
+        match env.meta_for(t) {
+            Ok(meta) => return Ok(meta),
+            Err(_) if env.lock.txnid_cell().load(Ordering::Acquire) != t => continue,
+            Err(e) => {
+                env.lock.end_snapshot(slot.index);
+                return Err(e);
+            }
+        }
+    }
+}
+
+/// A read-only transaction: a consistent snapshot of the last commit when it began.
+pub struct ReadTxn<'env> {
+    env: &'env EnvInner,
+    slot: ReaderSlot<'env>,
+    meta: Meta,
+    pages: SnapshotPages<'env>,
+}
+
+/// A reset read transaction: it keeps its reader slot but holds no snapshot (so it pins
+/// no pages). `renew` makes it a read transaction again without reallocating.
+pub struct InactiveReadTxn<'env> {
+    env: &'env EnvInner,
+    slot: ReaderSlot<'env>,
+}
+
+impl<'env> ReadTxn<'env> {
+    pub(crate) fn begin(env: &'env EnvInner) -> Result<Self> {
+        let slot = ReaderSlot {
+            lock: &env.lock,
+            index: env.lock.acquire_slot()?,
+        };
+        let meta = take_snapshot(env, &slot)?;
+        let pages = SnapshotPages::new(&env.map, env.page_size, meta.last_pgno);
+        Ok(ReadTxn {
+            env,
+            slot,
+            meta,
+            pages,
+        })
+    }
+
+    fn tree(&self, db: Database) -> Result<(DbRecord, KeyCmp)> {
+        match db {
+            Database::MAIN => Ok((self.meta.main_db, cmp_lexicographic)),
+            Database::FREE => Ok((self.meta.free_db, cmp_u64)),
+            _ => Err(Error::BadDbi),
+        }
+    }
+
+    /// The id of the snapshot (the txn that committed it).
+    pub fn id(&self) -> u64 {
+        self.meta.txnid
+    }
+
+    /// The value of `key`, borrowed from the map for as long as the txn lives.
+    pub fn get(&self, db: Database, key: &[u8]) -> Result<Option<&[u8]>> {
+        check_key(self.env, key)?;
+        let (rec, cmp) = self.tree(db)?;
+        btree::get(&self.pages, &rec, cmp, key)
+    }
+
+    /// A cursor over `db`.
+    pub fn cursor(&self, db: Database) -> Result<Cursor<'_>> {
+        let (rec, cmp) = self.tree(db)?;
+        Ok(Cursor {
+            src: Source::Snapshot(&self.pages),
+            db: rec,
+            cmp,
+            pos: Position::default(),
+        })
+    }
+
+    /// Statistics of the main database in this snapshot.
+    pub fn stat(&self) -> Stat {
+        stat_of(&self.meta.main_db, self.env.page_size)
+    }
+
+    /// Statistics of `db` in this snapshot.
+    pub fn db_stat(&self, db: Database) -> Result<Stat> {
+        Ok(stat_of(&self.tree(db)?.0, self.env.page_size))
+    }
+
+    /// The snapshot's meta (last page, txnid, roots).
+    pub fn meta(&self) -> &Meta {
+        &self.meta
+    }
+
+    /// Verifies every invariant of this snapshot (see `check`): tree order and shape,
+    /// record counts, and that every page is used or free exactly once.
+    pub fn check(&self) -> Result<crate::check::CheckReport> {
+        crate::check::check_snapshot(&self.pages, &self.meta)
+    }
+
+    /// Releases the snapshot but keeps the reader slot (LMDB's `mdb_txn_reset`).
+    pub fn reset(self) -> InactiveReadTxn<'env> {
+        self.env.lock.end_snapshot(self.slot.index);
+        InactiveReadTxn {
+            env: self.env,
+            slot: self.slot,
+        }
+    }
+}
+
+impl<'env> InactiveReadTxn<'env> {
+    /// Takes a new snapshot of the latest commit (LMDB's `mdb_txn_renew`).
+    pub fn renew(self) -> Result<ReadTxn<'env>> {
+        let meta = take_snapshot(self.env, &self.slot)?;
+        let pages = SnapshotPages::new(&self.env.map, self.env.page_size, meta.last_pgno);
+        Ok(ReadTxn {
+            env: self.env,
+            slot: self.slot,
+            meta,
+            pages,
+        })
+    }
+}
+
+/// A cursor: a position in a database that moves in key order.
+///
+/// Each move returns `Ok(None)` where LMDB returns `MDB_NOTFOUND`.
+pub struct Cursor<'t> {
+    src: Source<'t>,
+    db: DbRecord,
+    cmp: KeyCmp,
+    pos: Position,
+}
+
+/// The pages a read cursor walks: a snapshot, or the write txn's view.
+enum Source<'t> {
+    Snapshot(&'t SnapshotPages<'t>),
+    Write(&'t DirtyPages<'t>),
+}
+
+impl PageSource for Source<'_> {
+    #[inline]
+    fn page_size(&self) -> usize {
+        match self {
+            Source::Snapshot(s) => s.page_size(),
+            Source::Write(w) => w.page_size(),
+        }
+    }
+
+    #[inline]
+    fn pages(&self, pgno: u64, count: usize) -> Result<&[u8]> {
+        match self {
+            Source::Snapshot(s) => s.pages(pgno, count),
+            Source::Write(w) => w.pages(pgno, count),
+        }
+    }
+}
+
+/// A key/value pair borrowed from a transaction.
+pub type Item<'t> = (&'t [u8], &'t [u8]);
+
+impl<'t> Cursor<'t> {
+    fn found(&self, moved: bool) -> Result<Option<Item<'_>>> {
+        if !moved {
+            return Ok(None);
+        }
+        self.pos.current(&self.src).map(Some)
+    }
+
+    /// First item.
+    pub fn first(&mut self) -> Result<Option<Item<'_>>> {
+        let moved = self.pos.first(&self.src, &self.db)?;
+        self.found(moved)
+    }
+
+    /// Last item.
+    pub fn last(&mut self) -> Result<Option<Item<'_>>> {
+        let moved = self.pos.last(&self.src, &self.db)?;
+        self.found(moved)
+    }
+
+    /// Next item (the first, if the cursor is not positioned).
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<Option<Item<'_>>> {
+        let moved = self.pos.next(&self.src, &self.db)?;
+        self.found(moved)
+    }
+
+    /// Previous item (the last, if the cursor is not positioned).
+    pub fn prev(&mut self) -> Result<Option<Item<'_>>> {
+        let moved = self.pos.prev(&self.src, &self.db)?;
+        self.found(moved)
+    }
+
+    /// Moves to `key` exactly (`MDB_SET_KEY`).
+    pub fn set(&mut self, key: &[u8]) -> Result<Option<Item<'_>>> {
+        match self.pos.seek(&self.src, &self.db, self.cmp, key)? {
+            Some(true) => self.found(true),
+            _ => {
+                self.pos.state = State::Unset;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Moves to the first key `>= key` (`MDB_SET_RANGE`).
+    pub fn set_range(&mut self, key: &[u8]) -> Result<Option<Item<'_>>> {
+        let found = self.pos.seek(&self.src, &self.db, self.cmp, key)?.is_some();
+        self.found(found)
+    }
+
+    /// The item at the cursor (`MDB_GET_CURRENT`).
+    pub fn current(&self) -> Result<Option<Item<'_>>> {
+        match self.pos.current(&self.src) {
+            Ok(item) => Ok(Some(item)),
+            Err(Error::NotFound) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The write transaction. Only one exists at a time in the whole environment.
+pub struct WriteTxn<'env> {
+    env: &'env EnvInner,
+    txnid: u64,
+    base: Meta,
+    free_db: DbRecord,
+    main_db: DbRecord,
+    pages: DirtyPages<'env>,
+    /// An operation failed part way: the txn can only be aborted.
+    failed: bool,
+    // Released after Drop::drop has released the cross-process lock.
+    _guard: MutexGuard<'env, ()>,
+}
+
+impl<'env> WriteTxn<'env> {
+    pub(crate) fn begin(env: &'env EnvInner) -> Result<Self> {
+        if env.flags.load(Ordering::Relaxed) & env_flags::READ_ONLY != 0 {
+            return Err(Error::Io(std::io::Error::from_raw_os_error(libc::EACCES)));
+        }
+        let guard = env
+            .writer
+            .lock()
+            .map_err(|_| Error::Panic("writer lock poisoned"))?;
+        if env.failed.load(Ordering::Acquire) {
+            return Err(Error::Panic("a commit failed; reopen the environment"));
+        }
+        env.lock.lock_writer()?;
+        let base = match env.latest_meta() {
+            Ok(m) => m,
+            Err(e) => {
+                env.lock.unlock_writer();
+                return Err(e);
+            }
+        };
+        // Records of txns up to the oldest snapshot still read are free to reuse.
+        let oldest = env.lock.oldest_reader().unwrap_or(u64::MAX).min(base.txnid);
+        let spare = std::mem::take(
+            &mut *env
+                .spare_pages
+                .lock()
+                .map_err(|_| Error::Panic("spare pages lock"))?,
+        );
+        let pages = DirtyPages::new(
+            &env.map,
+            env.page_size,
+            base.last_pgno,
+            env.max_pgno(),
+            spare,
+            Reclaim::new(base.free_db, oldest + 1),
+        );
+        Ok(WriteTxn {
+            env,
+            txnid: base.txnid + 1,
+            base,
+            free_db: base.free_db,
+            main_db: base.main_db,
+            pages,
+            failed: false,
+            _guard: guard,
+        })
+    }
+
+    /// This txn's id (the last committed id + 1).
+    pub fn id(&self) -> u64 {
+        self.txnid
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        if self.failed {
+            return Err(Error::BadTxn);
+        }
+        Ok(())
+    }
+
+    fn tree(&self, db: Database) -> Result<(&DbRecord, KeyCmp)> {
+        match db {
+            Database::MAIN => Ok((&self.main_db, cmp_lexicographic)),
+            Database::FREE => Ok((&self.free_db, cmp_u64)),
+            _ => Err(Error::BadDbi),
+        }
+    }
+
+    /// Records a failure that may have left the txn's pages half changed.
+    fn note<T>(&mut self, r: Result<T>) -> Result<T> {
+        if let Err(e) = &r {
+            if !matches!(e, Error::KeyExist | Error::NotFound) {
+                self.failed = true;
+            }
+        }
+        r
+    }
+
+    /// The value of `key` as this txn sees it.
+    pub fn get(&self, db: Database, key: &[u8]) -> Result<Option<&[u8]>> {
+        self.check_usable()?;
+        check_key(self.env, key)?;
+        let (rec, cmp) = self.tree(db)?;
+        btree::get(&self.pages, rec, cmp, key)
+    }
+
+    /// Stores `value` under `key`. `flags` from [`put_flags`]: `NO_OVERWRITE` and `APPEND`
+    /// are supported on the main DB.
+    pub fn put(&mut self, db: Database, key: &[u8], value: &[u8], flags: u32) -> Result<()> {
+        self.put_inner(db, key, value, flags).map(|_| ())
+    }
+
+    fn put_inner(
+        &mut self,
+        db: Database,
+        key: &[u8],
+        value: &[u8],
+        flags: u32,
+    ) -> Result<Option<btree::Path>> {
+        self.check_usable()?;
+        if db != Database::MAIN {
+            return Err(if db == Database::FREE {
+                Error::InvalidArgument("the free DB is read-only")
+            } else {
+                Error::BadDbi
+            });
+        }
+        check_key(self.env, key)?;
+        if value.len() > u32::MAX as usize {
+            return Err(Error::BadValSize {
+                what: "value",
+                size: value.len(),
+                max: u32::MAX as usize,
+            });
+        }
+        let known = put_flags::NO_OVERWRITE | put_flags::APPEND;
+        if flags & !known != 0 {
+            return Err(Error::InvalidArgument(
+                "put flag not supported on this database yet",
+            ));
+        }
+        let mode = PutMode {
+            no_overwrite: flags & put_flags::NO_OVERWRITE != 0,
+            append: flags & put_flags::APPEND != 0,
+        };
+        let r = TreeMut {
+            store: &mut self.pages,
+            db: &mut self.main_db,
+            cmp: cmp_lexicographic,
+        }
+        .put(key, value, mode);
+        self.note(r)
+    }
+
+    /// Deletes `key`. Returns false if it was not present.
+    pub fn delete(&mut self, db: Database, key: &[u8]) -> Result<bool> {
+        self.check_usable()?;
+        if db != Database::MAIN {
+            return Err(if db == Database::FREE {
+                Error::InvalidArgument("the free DB is read-only")
+            } else {
+                Error::BadDbi
+            });
+        }
+        check_key(self.env, key)?;
+        let r = TreeMut {
+            store: &mut self.pages,
+            db: &mut self.main_db,
+            cmp: cmp_lexicographic,
+        }
+        .delete(key);
+        self.note(r)
+    }
+
+    /// A read-only cursor over `db` as this txn sees it.
+    pub fn cursor(&self, db: Database) -> Result<Cursor<'_>> {
+        self.check_usable()?;
+        let (rec, cmp) = self.tree(db)?;
+        Ok(Cursor {
+            src: Source::Write(&self.pages),
+            db: *rec,
+            cmp,
+            pos: Position::default(),
+        })
+    }
+
+    /// A cursor that can also write (put and delete at its position).
+    pub fn cursor_mut(&mut self, db: Database) -> Result<WriteCursor<'_, 'env>> {
+        self.check_usable()?;
+        if db != Database::MAIN {
+            return Err(Error::BadDbi);
+        }
+        Ok(WriteCursor {
+            txn: self,
+            db,
+            pos: Position::default(),
+        })
+    }
+
+    /// Statistics of the main database as this txn sees it.
+    pub fn stat(&self) -> Stat {
+        stat_of(&self.main_db, self.env.page_size)
+    }
+
+    /// Commits: every change becomes durable (unless `NO_SYNC`) and visible atomically.
+    pub fn commit(mut self) -> Result<()> {
+        self.check_usable()?;
+        if self.pages.dirty_count() == 0 && self.main_db == self.base.main_db {
+            return Ok(()); // Nothing changed: LMDB writes no meta either.
+        }
+        let r = self.commit_inner();
+        if r.is_err() {
+            self.failed = true;
+        }
+        r
+    }
+
+    fn commit_inner(&mut self) -> Result<()> {
+        freelist::save(&mut self.pages, &mut self.free_db, self.txnid)?;
+        let env = self.env;
+        let ps = env.page_size;
+        let flags = env.flags.load(Ordering::Relaxed);
+        // Data pages, in page order, contiguous runs in one vectored write each.
+        {
+            let dirty = self.pages.sorted_dirty();
+            let mut i = 0;
+            while i < dirty.len() {
+                let start = dirty[i].0;
+                let mut end = start + (dirty[i].1.len() / ps) as u64;
+                let mut j = i + 1;
+                while j < dirty.len() && dirty[j].0 == end {
+                    end += (dirty[j].1.len() / ps) as u64;
+                    j += 1;
+                }
+                let bufs: Vec<&[u8]> = dirty[i..j].iter().map(|&(_, b)| b).collect();
+                io::write_vectored_at(&env.data, start * ps as u64, &bufs)?;
+                i = j;
+            }
+        }
+        if flags & env_flags::NO_SYNC == 0 {
+            io::sync_data(&env.data)?;
+        }
+        let next_pgno = self.pages.next_pgno;
+        let meta = Meta {
+            address: self.base.address,
+            map_size: env.map_size_for(next_pgno),
+            free_db: self.free_db,
+            main_db: self.main_db,
+            last_pgno: next_pgno - 1,
+            txnid: self.txnid,
+        };
+        let which = self.txnid & 1;
+        let mut buf = [0u8; META_WRITE_SIZE];
+        meta.encode(which, &mut buf);
+        // From here a failure leaves the meta page in doubt: the environment stops.
+        let meta_written =
+            std::os::unix::fs::FileExt::write_all_at(&env.data, &buf, which * ps as u64).and_then(
+                |_| {
+                    if flags & (env_flags::NO_SYNC | env_flags::NO_META_SYNC) == 0 {
+                        io::sync_data(&env.data)
+                    } else {
+                        Ok(())
+                    }
+                },
+            );
+        if let Err(e) = meta_written {
+            env.failed.store(true, Ordering::Release);
+            return Err(e.into());
+        }
+        env.lock.txnid_cell().store(self.txnid, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Discards every change.
+    pub fn abort(self) {}
+}
+
+impl Drop for WriteTxn<'_> {
+    fn drop(&mut self) {
+        let spare = self.pages.take_spare();
+        if let Ok(mut s) = self.env.spare_pages.lock() {
+            *s = spare;
+        }
+        // Release the cross-process lock while still holding the in-process one: fcntl
+        // locks belong to the process, so another thread must not take it first.
+        self.env.lock.unlock_writer();
+    }
+}
+
+/// A cursor on the write txn that can put and delete at its position.
+pub struct WriteCursor<'t, 'env> {
+    txn: &'t mut WriteTxn<'env>,
+    db: Database,
+    pos: Position,
+}
+
+impl WriteCursor<'_, '_> {
+    fn found(&self, moved: bool) -> Result<Option<Item<'_>>> {
+        if !moved {
+            return Ok(None);
+        }
+        self.pos.current(&self.txn.pages).map(Some)
+    }
+
+    fn rec(&self) -> DbRecord {
+        self.txn.main_db
+    }
+
+    /// First item.
+    pub fn first(&mut self) -> Result<Option<Item<'_>>> {
+        let rec = self.rec();
+        let moved = self.pos.first(&self.txn.pages, &rec)?;
+        self.found(moved)
+    }
+
+    /// Last item.
+    pub fn last(&mut self) -> Result<Option<Item<'_>>> {
+        let rec = self.rec();
+        let moved = self.pos.last(&self.txn.pages, &rec)?;
+        self.found(moved)
+    }
+
+    /// Next item; after a delete through this cursor, the item that followed the deleted one.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<Option<Item<'_>>> {
+        let rec = self.rec();
+        let moved = self.pos.next(&self.txn.pages, &rec)?;
+        self.found(moved)
+    }
+
+    /// Previous item.
+    pub fn prev(&mut self) -> Result<Option<Item<'_>>> {
+        let rec = self.rec();
+        let moved = self.pos.prev(&self.txn.pages, &rec)?;
+        self.found(moved)
+    }
+
+    /// Moves to `key` exactly.
+    pub fn set(&mut self, key: &[u8]) -> Result<Option<Item<'_>>> {
+        let rec = self.rec();
+        match self
+            .pos
+            .seek(&self.txn.pages, &rec, cmp_lexicographic, key)?
+        {
+            Some(true) => self.found(true),
+            _ => {
+                self.pos.state = State::Unset;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Moves to the first key `>= key`.
+    pub fn set_range(&mut self, key: &[u8]) -> Result<Option<Item<'_>>> {
+        let rec = self.rec();
+        let found = self
+            .pos
+            .seek(&self.txn.pages, &rec, cmp_lexicographic, key)?
+            .is_some();
+        self.found(found)
+    }
+
+    /// The item at the cursor; after a delete, the item that followed the deleted one.
+    pub fn current(&self) -> Result<Option<Item<'_>>> {
+        match self.pos.current(&self.txn.pages) {
+            Ok(item) => Ok(Some(item)),
+            Err(Error::NotFound) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Stores `key`/`value` and leaves the cursor on it.
+    pub fn put(&mut self, key: &[u8], value: &[u8], flags: u32) -> Result<()> {
+        let path = self.txn.put_inner(self.db, key, value, flags)?;
+        match path {
+            Some(path) => {
+                self.pos.path = path;
+                self.pos.state = State::Valid;
+            }
+            None => {
+                let rec = self.rec();
+                let found = self
+                    .pos
+                    .seek(&self.txn.pages, &rec, cmp_lexicographic, key)?;
+                debug_assert_eq!(found, Some(true));
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes the item at the cursor. The cursor then stands on the item that followed it:
+    /// `next` returns that item, `prev` the one before the deleted item.
+    pub fn delete(&mut self) -> Result<()> {
+        let key = match self.pos.current(&self.txn.pages) {
+            Ok((k, _)) if self.pos.state == State::Valid => k.to_vec(),
+            Ok(_) | Err(Error::NotFound) => return Err(Error::NotFound),
+            Err(e) => return Err(e),
+        };
+        let deleted = self.txn.delete(self.db, &key)?;
+        debug_assert!(deleted);
+        let rec = self.rec();
+        if self
+            .pos
+            .seek(&self.txn.pages, &rec, cmp_lexicographic, &key)?
+            .is_none()
+        {
+            // Nothing follows: stand one past the last item, so `prev` yields it.
+            if self.pos.last(&self.txn.pages, &rec)? {
+                let level = self.pos.path.leaf_level();
+                self.pos.path.idx[level] += 1;
+            } else {
+                self.pos.state = State::Unset;
+                return Ok(());
+            }
+        }
+        self.pos.state = State::AfterDelete;
+        Ok(())
+    }
+}
