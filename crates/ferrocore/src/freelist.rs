@@ -128,15 +128,14 @@ pub fn next_reclaimable<S: PageSource + ?Sized>(
 /// Writes the txn's free-page bookkeeping into the free DB: deletes the records it
 /// consumed and saves every page it freed or did not use under key `txnid`.
 ///
-/// Allocations made here come from the end of the file only, so the lists being saved
-/// can only grow while they are saved (by pages the free DB's own copy-on-write frees),
-/// which bounds the loop.
+/// Saving changes the free DB, which allocates pages (from the very lists being saved) and
+/// frees the free DB's old pages, so the list is recomputed and saved again until it no
+/// longer changes. The record keeps its size between rounds (it is written with slack and
+/// LMDB readers use the count, not the length), so later rounds rewrite it in place and
+/// allocate nothing: the loop settles in two or three rounds.
 pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> Result<()> {
     pages.reclaim.exhausted();
     let consumed = std::mem::take(&mut pages.reclaim.consumed);
-    // Allocation during save must not take from the lists being saved.
-    let mut held = std::mem::take(&mut pages.free.pool);
-    held.append(&mut pages.free.loose);
     for key in &consumed {
         let mut tree = TreeMut {
             store: &mut *pages,
@@ -155,12 +154,12 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
     let mut written: Option<Vec<u64>> = None;
     let mut record_len = 0;
     for _round in 0..64 {
-        // Pages freed by the free DB's own changes join the held lists.
-        held.append(&mut pages.free.loose);
-        held.append(&mut pages.free.pool);
-        let mut all: Vec<u64> = held
+        let free = &pages.free;
+        let mut all: Vec<u64> = free
+            .loose
             .iter()
-            .chain(pages.free.freed.iter())
+            .chain(&free.pool)
+            .chain(&free.freed)
             .copied()
             .collect();
         all.sort_unstable_by(|a, b| b.cmp(a));
@@ -170,7 +169,7 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
         }
         let needed = 8 * (all.len() + 1);
         if needed > record_len || needed + 2 * page_size < record_len {
-            // Leave slack so that the next round's few extra pages fit in place.
+            // Slack, so that the next round's few extra pages fit in place.
             record_len = needed + needed / 8 + 64;
         }
         let value = encode_idl(&all, record_len);

@@ -298,6 +298,25 @@ impl<'a> PageView<'a> {
         })
     }
 
+    /// Checks every node of the page, and that their footprints tile the node area the
+    /// way the engine's in-place edits assume. Run before a page is copied for writing.
+    pub fn validate_all(&self) -> Result<()> {
+        let mut total = 0;
+        for i in 0..self.num_keys {
+            let node = self.node(i)?;
+            let stored = if self.is_branch() { 0 } else { node.data.len() };
+            total += even(NODE_HEADER_SIZE + node.key.len() + stored);
+        }
+        let upper = read_u16(self.bytes, 14) as usize;
+        if total > self.bytes.len() - upper {
+            return Err(Error::corrupted(
+                self.pgno,
+                "nodes overlap or exceed the node area",
+            ));
+        }
+        Ok(())
+    }
+
     /// Key of node `i` (empty for node 0 of a branch).
     #[inline]
     pub fn key(&self, i: usize) -> Result<&'a [u8]> {

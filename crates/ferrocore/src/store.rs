@@ -238,6 +238,12 @@ impl<'e> DirtyPages<'e> {
                 if let Some((key, pages)) =
                     crate::freelist::next_reclaimable(&*self, &self.reclaim)?
                 {
+                    if let Some(&bad) = pages.iter().find(|&&p| p < 2 || p >= self.snapshot_end) {
+                        return Err(Error::corrupted(
+                            bad,
+                            "free-list record names a page outside the file",
+                        ));
+                    }
                     self.reclaim.consumed(key);
                     self.free.pool.extend(pages);
                     self.free.pool.sort_unstable_by(|a, b| b.cmp(a));
@@ -303,6 +309,8 @@ impl PageStore for DirtyPages<'_> {
             return Ok(pgno);
         }
         let src = self.snapshot_pages(pgno, 1)?;
+        // Edits in place trust node offsets: check the whole page before taking it over.
+        crate::page::PageView::parse(src, pgno)?.validate_all()?;
         let new = self.alloc(1)?;
         let buf = self.dirty_mut(new);
         buf.copy_from_slice(src);

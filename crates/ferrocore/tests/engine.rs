@@ -1,0 +1,550 @@
+//! Behaviour of the core engine: persistence, limits, space reuse, isolation, failure.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferrocore::{env_flags, put_flags, Database, Env, EnvOptions, Error};
+
+const MAIN: Database = Database::MAIN;
+
+fn open(dir: &Path) -> Env {
+    // SAFETY: the test owns the directory.
+    unsafe {
+        EnvOptions::new()
+            .flags(env_flags::NO_SYNC)
+            .open(dir)
+            .unwrap()
+    }
+}
+
+fn open_with(dir: &Path, opts: &EnvOptions) -> ferrocore::Result<Env> {
+    // SAFETY: the test owns the directory.
+    unsafe { opts.open(dir) }
+}
+
+fn key(i: u64) -> [u8; 16] {
+    let mut k = [0u8; 16];
+    k[..8].copy_from_slice(&i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes());
+    k[8..].copy_from_slice(&i.to_be_bytes());
+    k
+}
+
+fn file_len(dir: &Path) -> u64 {
+    std::fs::metadata(dir.join("data.mdb")).unwrap().len()
+}
+
+#[test]
+fn data_survives_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let env = open(dir.path());
+        let mut txn = env.begin_write().unwrap();
+        for i in 0..10_000 {
+            txn.put(MAIN, &key(i), &i.to_le_bytes(), 0).unwrap();
+        }
+        txn.commit().unwrap();
+        env.sync().unwrap();
+    }
+    let env = open(dir.path());
+    let txn = env.begin_read().unwrap();
+    for i in 0..10_000 {
+        assert_eq!(txn.get(MAIN, &key(i)).unwrap(), Some(&i.to_le_bytes()[..]));
+    }
+    assert_eq!(txn.stat().entries, 10_000);
+    assert_eq!(txn.id(), 1);
+    txn.check().unwrap();
+}
+
+#[test]
+fn overwrite_workload_reuses_space() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let value = [7u8; 100];
+    let mut after_first = 0;
+    for pass in 0..50u8 {
+        for batch in 0..10 {
+            let mut txn = env.begin_write().unwrap();
+            for i in batch * 10_000..(batch + 1) * 10_000 {
+                let mut v = value;
+                v[0] = pass;
+                txn.put(MAIN, &key(i), &v, 0).unwrap();
+            }
+            txn.commit().unwrap();
+        }
+        if pass == 0 {
+            after_first = file_len(dir.path());
+        }
+    }
+    let last = file_len(dir.path());
+    println!("file after first pass {after_first} bytes, after 50 passes {last} bytes");
+    assert!(
+        last <= 2 * after_first,
+        "file grew from {after_first} to {last}"
+    );
+    let report = env.check().unwrap();
+    assert!(report.free_pages > 0);
+    let txn = env.begin_read().unwrap();
+    assert_eq!(txn.get(MAIN, &key(99_999)).unwrap().unwrap()[0], 49);
+}
+
+#[test]
+fn large_values_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let sizes = [2022usize, 2023, 4080, 4081, 100_000, 1 << 20, 10 << 20];
+    let big = |n: usize, s: u8| {
+        (0..n)
+            .map(|i| (i as u8).wrapping_mul(s))
+            .collect::<Vec<u8>>()
+    };
+    let mut txn = env.begin_write().unwrap();
+    for (i, &n) in sizes.iter().enumerate() {
+        txn.put(MAIN, &[b'k', i as u8], &big(n, 3), 0).unwrap();
+    }
+    txn.commit().unwrap();
+    let stat = env.stat().unwrap();
+    assert!(stat.overflow_pages > (11 << 20) / 4096);
+    {
+        let txn = env.begin_read().unwrap();
+        for (i, &n) in sizes.iter().enumerate() {
+            assert_eq!(
+                txn.get(MAIN, &[b'k', i as u8]).unwrap().unwrap(),
+                &big(n, 3)[..]
+            );
+        }
+    }
+    // Overwrite big with small and small with big, delete one: no page is lost.
+    let mut txn = env.begin_write().unwrap();
+    txn.put(MAIN, &[b'k', 6], b"small now", 0).unwrap();
+    txn.put(MAIN, &[b'k', 0], &big(300_000, 5), 0).unwrap();
+    assert!(txn.delete(MAIN, &[b'k', 5]).unwrap());
+    txn.commit().unwrap();
+    env.check().unwrap();
+    let txn = env.begin_read().unwrap();
+    assert_eq!(txn.get(MAIN, &[b'k', 6]).unwrap().unwrap(), b"small now");
+    assert_eq!(
+        txn.get(MAIN, &[b'k', 0]).unwrap().unwrap(),
+        &big(300_000, 5)[..]
+    );
+    assert_eq!(txn.get(MAIN, &[b'k', 5]).unwrap(), None);
+}
+
+#[test]
+fn key_size_limits_match_lmdb() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    assert_eq!(env.max_key_size(), 511);
+    let mut txn = env.begin_write().unwrap();
+    txn.put(MAIN, &[1u8; 511], b"max", 0).unwrap();
+    assert!(matches!(
+        txn.put(MAIN, &[1u8; 512], b"over", 0),
+        Err(Error::BadValSize { size: 512, .. })
+    ));
+    assert!(matches!(
+        txn.put(MAIN, b"", b"empty key", 0),
+        Err(Error::BadValSize { size: 0, .. })
+    ));
+    assert_eq!(
+        txn.put(MAIN, b"empty value", b"", 0)
+            .map_err(|e| e.lmdb_code()),
+        Ok(())
+    );
+    assert_eq!(
+        Error::BadValSize {
+            what: "key",
+            size: 0,
+            max: 0
+        }
+        .lmdb_code(),
+        -30781
+    );
+    // A rejected put does not poison the txn.
+    txn.commit().unwrap();
+    let txn = env.begin_read().unwrap();
+    assert_eq!(txn.get(MAIN, &[1u8; 511]).unwrap(), Some(&b"max"[..]));
+    assert_eq!(txn.get(MAIN, b"empty value").unwrap(), Some(&b""[..]));
+}
+
+#[test]
+fn long_keys_are_opt_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open_with(
+        dir.path(),
+        EnvOptions::new().long_keys(true).flags(env_flags::NO_SYNC),
+    )
+    .unwrap();
+    let max = ferrocore::long_key_max(4096);
+    assert_eq!(env.max_key_size(), max);
+    assert!(max > 511);
+    let mut txn = env.begin_write().unwrap();
+    for i in 0..2000u32 {
+        let mut k = vec![b'x'; max];
+        k[max - 4..].copy_from_slice(&i.to_be_bytes());
+        txn.put(MAIN, &k, &i.to_le_bytes(), 0).unwrap();
+    }
+    assert!(matches!(
+        txn.put(MAIN, &vec![0u8; max + 1], b"", 0),
+        Err(Error::BadValSize { .. })
+    ));
+    txn.commit().unwrap();
+    let report = env.check().unwrap();
+    assert!(
+        env.stat().unwrap().depth >= 3,
+        "long keys made a deep tree: {report:?}"
+    );
+}
+
+#[test]
+fn aborted_txn_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let mut txn = env.begin_write().unwrap();
+    txn.put(MAIN, b"kept", b"1", 0).unwrap();
+    txn.commit().unwrap();
+    let before = (env.info().unwrap(), file_len(dir.path()));
+    let mut txn = env.begin_write().unwrap();
+    for i in 0..5000 {
+        txn.put(MAIN, &key(i), &[1u8; 300], 0).unwrap();
+    }
+    assert!(txn.delete(MAIN, b"kept").unwrap());
+    txn.abort();
+    let after = (env.info().unwrap(), file_len(dir.path()));
+    assert_eq!(before, after, "an aborted txn writes nothing");
+    let txn = env.begin_read().unwrap();
+    assert_eq!(txn.get(MAIN, b"kept").unwrap(), Some(&b"1"[..]));
+    assert_eq!(txn.stat().entries, 1);
+    drop(txn);
+    // Dropping a write txn without commit aborts it too.
+    {
+        let mut txn = env.begin_write().unwrap();
+        txn.put(MAIN, b"dropped", b"x", 0).unwrap();
+    }
+    assert_eq!(
+        env.begin_read().unwrap().get(MAIN, b"dropped").unwrap(),
+        None
+    );
+    env.check().unwrap();
+}
+
+#[test]
+fn readers_keep_their_snapshot_and_pin_its_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let mut txn = env.begin_write().unwrap();
+    for i in 0..2000 {
+        txn.put(MAIN, &key(i), b"old", 0).unwrap();
+    }
+    txn.commit().unwrap();
+    let reader = env.begin_read().unwrap();
+    for round in 0..100 {
+        let mut txn = env.begin_write().unwrap();
+        for i in 0..2000 {
+            txn.put(MAIN, &key(i), format!("new{round}").as_bytes(), 0)
+                .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    for i in 0..2000 {
+        assert_eq!(reader.get(MAIN, &key(i)).unwrap(), Some(&b"old"[..]));
+    }
+    // The reader's pages were never reused: its whole snapshot still checks out.
+    reader.check().unwrap();
+    assert_eq!(reader.id(), 1);
+    // reset releases the snapshot; renew takes the latest one.
+    let idle = reader.reset();
+    let renewed = idle.renew().unwrap();
+    assert_eq!(renewed.get(MAIN, &key(5)).unwrap(), Some(&b"new99"[..]));
+    assert_eq!(renewed.id(), 101);
+}
+
+#[test]
+fn one_writer_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = Arc::new(open(dir.path()));
+    let txn = env.begin_write().unwrap();
+    let second_started = Arc::new(AtomicBool::new(false));
+    let handle = {
+        let env = Arc::clone(&env);
+        let flag = Arc::clone(&second_started);
+        std::thread::spawn(move || {
+            let mut txn = env.begin_write().unwrap();
+            flag.store(true, Ordering::SeqCst);
+            txn.put(MAIN, b"second", b"2", 0).unwrap();
+            txn.commit().unwrap();
+        })
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        !second_started.load(Ordering::SeqCst),
+        "a second writer started while the first was open"
+    );
+    drop(txn);
+    handle.join().unwrap();
+    assert!(second_started.load(Ordering::SeqCst));
+    assert_eq!(
+        env.begin_read().unwrap().get(MAIN, b"second").unwrap(),
+        Some(&b"2"[..])
+    );
+}
+
+#[test]
+fn opening_twice_in_one_process_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    assert!(matches!(
+        open_with(dir.path(), &EnvOptions::new()),
+        Err(Error::InvalidArgument(_))
+    ));
+    drop(env);
+    open(dir.path());
+}
+
+#[test]
+fn explicit_map_size_is_a_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open_with(
+        dir.path(),
+        EnvOptions::new()
+            .map_size(1 << 20)
+            .flags(env_flags::NO_SYNC),
+    )
+    .unwrap();
+    let mut committed = 0u64;
+    let full = 'outer: loop {
+        let mut txn = env.begin_write().unwrap();
+        for i in committed..committed + 100 {
+            if let Err(e) = txn.put(MAIN, &key(i), &[3u8; 200], 0) {
+                break 'outer e;
+            }
+        }
+        txn.commit().unwrap();
+        committed += 100;
+    };
+    assert!(matches!(full, Error::MapFull), "{full}");
+    assert_eq!(full.lmdb_code(), -30792);
+    assert!(file_len(dir.path()) <= 1 << 20);
+    // The failed txn was dropped; everything committed is intact.
+    let txn = env.begin_read().unwrap();
+    assert_eq!(txn.stat().entries, committed);
+    txn.check().unwrap();
+    drop(txn);
+    // A bigger limit lets it grow again.
+    env.set_map_size(4 << 20).unwrap();
+    let mut txn = env.begin_write().unwrap();
+    txn.put(MAIN, &key(committed), &[3u8; 200], 0).unwrap();
+    txn.commit().unwrap();
+    assert_eq!(env.info().unwrap().map_size, 4 << 20);
+}
+
+#[test]
+fn map_grows_on_demand_without_a_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let mut txn = env.begin_write().unwrap();
+    for i in 0..40_000 {
+        txn.put(MAIN, &key(i), &[9u8; 100], 0).unwrap();
+    }
+    txn.commit().unwrap();
+    let info = env.info().unwrap();
+    let used = (info.last_pgno + 1) * 4096;
+    assert!(used > 4 << 20, "the data outgrew LMDB's 1 MiB default");
+    assert!(
+        info.map_size >= used,
+        "recorded map size {} covers the data {used}",
+        info.map_size
+    );
+}
+
+#[test]
+fn failed_put_poisons_only_on_real_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let mut txn = env.begin_write().unwrap();
+    txn.put(MAIN, b"a", b"1", 0).unwrap();
+    assert!(matches!(
+        txn.put(MAIN, b"a", b"2", put_flags::NO_OVERWRITE),
+        Err(Error::KeyExist)
+    ));
+    assert!(matches!(
+        txn.put(MAIN, b"0", b"2", put_flags::APPEND),
+        Err(Error::KeyExist)
+    ));
+    assert!(matches!(
+        txn.put(Database::FREE, b"x", b"2", 0),
+        Err(Error::InvalidArgument(_))
+    ));
+    txn.commit().unwrap();
+    assert_eq!(
+        env.begin_read().unwrap().get(MAIN, b"a").unwrap(),
+        Some(&b"1"[..])
+    );
+}
+
+#[test]
+fn append_builds_full_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let mut txn = env.begin_write().unwrap();
+    for i in 0..20_000u64 {
+        let mut k = [0u8; 16];
+        k[8..].copy_from_slice(&i.to_be_bytes());
+        txn.put(MAIN, &k, &[1u8; 100], put_flags::APPEND).unwrap();
+    }
+    txn.commit().unwrap();
+    let stat = env.stat().unwrap();
+    // LMDB's MDB_APPEND puts 32 such nodes on a 4 KiB leaf: 625 leaves.
+    assert_eq!(stat.leaf_pages, 625, "{stat:?}");
+    env.check().unwrap();
+}
+
+#[test]
+fn cursor_walks_and_positions() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let mut txn = env.begin_write().unwrap();
+    for i in (0..1000u32).map(|i| i * 2) {
+        txn.put(MAIN, &i.to_be_bytes(), &i.to_le_bytes(), 0)
+            .unwrap();
+    }
+    txn.commit().unwrap();
+    let txn = env.begin_read().unwrap();
+    let mut c = txn.cursor(MAIN).unwrap();
+    assert_eq!(c.current().unwrap(), None);
+    assert_eq!(c.first().unwrap().unwrap().0, &0u32.to_be_bytes());
+    assert_eq!(c.prev().unwrap(), None);
+    assert_eq!(c.last().unwrap().unwrap().0, &1998u32.to_be_bytes());
+    assert_eq!(c.next().unwrap(), None);
+    assert_eq!(c.set(&7u32.to_be_bytes()).unwrap(), None);
+    assert_eq!(
+        c.set(&8u32.to_be_bytes()).unwrap().unwrap().1,
+        &8u32.to_le_bytes()
+    );
+    assert_eq!(
+        c.set_range(&7u32.to_be_bytes()).unwrap().unwrap().0,
+        &8u32.to_be_bytes()
+    );
+    assert_eq!(c.next().unwrap().unwrap().0, &10u32.to_be_bytes());
+    assert_eq!(c.prev().unwrap().unwrap().0, &8u32.to_be_bytes());
+    assert_eq!(c.current().unwrap().unwrap().0, &8u32.to_be_bytes());
+    assert_eq!(c.set_range(&1999u32.to_be_bytes()).unwrap(), None);
+    let mut n = 0;
+    let mut item = c.last().unwrap().map(|(k, _)| k.to_vec());
+    while let Some(k) = item {
+        n += 1;
+        item = c.prev().unwrap().map(|(p, _)| {
+            assert!(p < &k[..]);
+            p.to_vec()
+        });
+    }
+    assert_eq!(n, 1000);
+}
+
+#[test]
+fn write_cursor_put_and_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let mut txn = env.begin_write().unwrap();
+    {
+        let mut c = txn.cursor_mut(MAIN).unwrap();
+        for i in 0..3000u32 {
+            c.put(&i.to_be_bytes(), &[5u8; 50], 0).unwrap();
+            assert_eq!(c.current().unwrap().unwrap().0, &i.to_be_bytes());
+        }
+        // Delete every other item walking forward.
+        let mut at = c.first().unwrap().map(|(k, _)| k.to_vec());
+        while at.is_some() {
+            c.delete().unwrap();
+            at = c.next().unwrap().map(|(k, _)| k.to_vec()); // the successor
+            if at.is_some() {
+                at = c.next().unwrap().map(|(k, _)| k.to_vec());
+            }
+        }
+        // Deleting the last item leaves prev() on the one before it.
+        let last = c.last().unwrap().unwrap().0.to_vec();
+        c.delete().unwrap();
+        assert_eq!(c.current().unwrap(), None);
+        assert_eq!(c.next().unwrap(), None);
+        assert!(c.prev().unwrap().unwrap().0 < &last[..]);
+    }
+    assert_eq!(txn.stat().entries, 1499);
+    txn.commit().unwrap();
+    let txn = env.begin_read().unwrap();
+    assert_eq!(
+        txn.get(MAIN, &1u32.to_be_bytes()).unwrap(),
+        Some(&[5u8; 50][..])
+    );
+    assert_eq!(txn.get(MAIN, &2u32.to_be_bytes()).unwrap(), None);
+    txn.check().unwrap();
+}
+
+#[test]
+fn nosubdir_and_page_sizes() {
+    for ps in [4096usize, 8192, 16384, 32768] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("single.db");
+        let opts = EnvOptions::new()
+            .flags(env_flags::NO_SUB_DIR | env_flags::NO_SYNC)
+            .page_size(ps)
+            .clone();
+        {
+            let env = open_with(&file, &opts).unwrap();
+            let mut txn = env.begin_write().unwrap();
+            for i in 0..3000 {
+                txn.put(MAIN, &key(i), &vec![1u8; 700], 0).unwrap();
+            }
+            txn.commit().unwrap();
+        }
+        assert!(dir.path().join("single.db-lock").exists());
+        // The file's page size wins over the option on reopen.
+        let env = open_with(
+            &file,
+            EnvOptions::new()
+                .flags(env_flags::NO_SUB_DIR)
+                .page_size(4096),
+        )
+        .unwrap();
+        assert_eq!(env.page_size(), ps);
+        assert_eq!(env.stat().unwrap().entries, 3000);
+        env.check().unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    assert!(matches!(
+        open_with(dir.path(), EnvOptions::new().page_size(65536)),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        open_with(dir.path(), EnvOptions::new().page_size(5000)),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+#[test]
+fn read_only_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let env = open(dir.path());
+        let mut txn = env.begin_write().unwrap();
+        txn.put(MAIN, b"k", b"v", 0).unwrap();
+        txn.commit().unwrap();
+    }
+    let env = open_with(dir.path(), EnvOptions::new().flags(env_flags::READ_ONLY)).unwrap();
+    assert_eq!(
+        env.begin_read().unwrap().get(MAIN, b"k").unwrap(),
+        Some(&b"v"[..])
+    );
+    let err = env
+        .begin_write()
+        .err()
+        .expect("a read-only env refuses writers");
+    assert_eq!(err.lmdb_code(), libc_eacces());
+    assert!(matches!(
+        open_with(dir.path(), EnvOptions::new().flags(0x8000_0000)),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+fn libc_eacces() -> i32 {
+    13
+}

@@ -1,0 +1,1151 @@
+//! Two-way compatibility with the real LMDB C library (mdb.master 0.9.70, through the
+//! `lmdb-master-sys` dev-dependency) and, when installed, Debian's `lmdb-utils` tools.
+//!
+//! Every test hands one environment back and forth between the two engines. They never
+//! have the same environment open at the same time: each re-initialises the lock file
+//! (whose format differs on purpose) when it is alone.
+//!
+//! Everything is compared in full against a `BTreeMap` model: cursor scans item by item,
+//! point gets of every key, gets of deleted keys, and the DB records (`MDB_stat`) the two
+//! engines report for the same file.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+
+use ferrocore::{Database, Env, EnvOptions, Stat};
+
+/// Map size for the LMDB side (LMDB's map does not grow by itself).
+const LMDB_MAP_SIZE: usize = 1 << 30;
+
+// ---------------------------------------------------------------------------------------
+// A small safe wrapper around the LMDB C API (main DB only).
+// ---------------------------------------------------------------------------------------
+
+mod lmdb {
+    use std::ffi::{CStr, CString};
+    use std::marker::PhantomData;
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::Path;
+    use std::ptr;
+
+    use lmdb_master_sys as ffi;
+
+    /// LMDB's `FREE_DBI`.
+    pub const FREE_DBI: ffi::MDB_dbi = 0;
+
+    fn check(rc: i32, what: &str) {
+        if rc != ffi::MDB_SUCCESS {
+            // SAFETY: mdb_strerror returns a static NUL-terminated string for any code.
+            let msg = unsafe { CStr::from_ptr(ffi::mdb_strerror(rc)) };
+            panic!("LMDB {what} failed: {rc} ({})", msg.to_string_lossy());
+        }
+    }
+
+    fn val(bytes: &[u8]) -> ffi::MDB_val {
+        ffi::MDB_val {
+            mv_size: bytes.len(),
+            mv_data: bytes.as_ptr() as *mut _,
+        }
+    }
+
+    fn empty_val() -> ffi::MDB_val {
+        ffi::MDB_val {
+            mv_size: 0,
+            mv_data: ptr::null_mut(),
+        }
+    }
+
+    /// Copies the bytes an `MDB_val` returned by LMDB points at.
+    ///
+    /// # Safety
+    /// `v` must come from LMDB within a still-live txn.
+    unsafe fn copy_out(v: &ffi::MDB_val) -> Vec<u8> {
+        if v.mv_size == 0 {
+            Vec::new()
+        } else {
+            std::slice::from_raw_parts(v.mv_data as *const u8, v.mv_size).to_vec()
+        }
+    }
+
+    /// An open LMDB environment; closed on drop.
+    pub struct Env {
+        env: *mut ffi::MDB_env,
+    }
+
+    impl Env {
+        /// Opens (creating if needed) the environment in directory `path`.
+        pub fn open(path: &Path, map_size: usize) -> Env {
+            let mut raw = ptr::null_mut();
+            // SAFETY: out-pointer to a local.
+            check(unsafe { ffi::mdb_env_create(&mut raw) }, "mdb_env_create");
+            // From here Drop calls mdb_env_close, also when open fails (as LMDB requires).
+            let env = Env { env: raw };
+            // SAFETY: valid env handle, not yet opened.
+            check(
+                unsafe { ffi::mdb_env_set_mapsize(env.env, map_size) },
+                "mdb_env_set_mapsize",
+            );
+            let cpath = CString::new(path.as_os_str().as_bytes()).expect("path without NUL");
+            // SAFETY: valid env handle and NUL-terminated path.
+            check(
+                unsafe { ffi::mdb_env_open(env.env, cpath.as_ptr(), ffi::MDB_NOTLS, 0o644) },
+                "mdb_env_open",
+            );
+            env
+        }
+
+        fn begin(&self, write: bool) -> Txn<'_> {
+            let mut txn = ptr::null_mut();
+            let flags = if write { 0 } else { ffi::MDB_RDONLY };
+            // SAFETY: valid open env; out-pointer to a local.
+            check(
+                unsafe { ffi::mdb_txn_begin(self.env, ptr::null_mut(), flags, &mut txn) },
+                "mdb_txn_begin",
+            );
+            let mut txn = Txn {
+                txn,
+                dbi: 0,
+                _env: PhantomData,
+            };
+            let mut dbi = 0;
+            // SAFETY: valid txn; a null name opens the main DB.
+            check(
+                unsafe { ffi::mdb_dbi_open(txn.txn, ptr::null(), 0, &mut dbi) },
+                "mdb_dbi_open",
+            );
+            txn.dbi = dbi;
+            txn
+        }
+
+        /// A read-only txn.
+        pub fn read(&self) -> Txn<'_> {
+            self.begin(false)
+        }
+
+        /// Runs `f` in a write txn and commits it.
+        pub fn write<R>(&self, f: impl FnOnce(&mut Txn<'_>) -> R) -> R {
+            let mut txn = self.begin(true);
+            let r = f(&mut txn);
+            txn.commit();
+            r
+        }
+
+        /// `mdb_env_stat`: the main DB's record in the latest meta.
+        pub fn stat(&self) -> ffi::MDB_stat {
+            // SAFETY: MDB_stat is plain data.
+            let mut st: ffi::MDB_stat = unsafe { std::mem::zeroed() };
+            // SAFETY: valid env, out-pointer to a local.
+            check(
+                unsafe { ffi::mdb_env_stat(self.env, &mut st) },
+                "mdb_env_stat",
+            );
+            st
+        }
+
+        /// `mdb_env_info`.
+        pub fn info(&self) -> ffi::MDB_envinfo {
+            // SAFETY: MDB_envinfo is plain data.
+            let mut info: ffi::MDB_envinfo = unsafe { std::mem::zeroed() };
+            // SAFETY: valid env, out-pointer to a local.
+            check(
+                unsafe { ffi::mdb_env_info(self.env, &mut info) },
+                "mdb_env_info",
+            );
+            info
+        }
+    }
+
+    impl Drop for Env {
+        fn drop(&mut self) {
+            // SAFETY: every txn borrows the env, so none is alive here.
+            unsafe { ffi::mdb_env_close(self.env) };
+        }
+    }
+
+    /// A transaction on the main DB; aborted on drop unless committed.
+    pub struct Txn<'e> {
+        txn: *mut ffi::MDB_txn,
+        dbi: ffi::MDB_dbi,
+        _env: PhantomData<&'e Env>,
+    }
+
+    impl Txn<'_> {
+        pub fn put(&mut self, key: &[u8], value: &[u8]) {
+            let (mut k, mut v) = (val(key), val(value));
+            // SAFETY: valid write txn; LMDB copies key and value.
+            check(
+                unsafe { ffi::mdb_put(self.txn, self.dbi, &mut k, &mut v, 0) },
+                "mdb_put",
+            );
+        }
+
+        pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+            let (mut k, mut v) = (val(key), empty_val());
+            // SAFETY: valid txn; out-pointer to a local.
+            let rc = unsafe { ffi::mdb_get(self.txn, self.dbi, &mut k, &mut v) };
+            if rc == ffi::MDB_NOTFOUND {
+                return None;
+            }
+            check(rc, "mdb_get");
+            // SAFETY: v points into the map, valid while the txn lives.
+            Some(unsafe { copy_out(&v) })
+        }
+
+        /// Deletes `key`; false if it was absent.
+        pub fn del(&mut self, key: &[u8]) -> bool {
+            let mut k = val(key);
+            // SAFETY: valid write txn; null data deletes the key.
+            let rc = unsafe { ffi::mdb_del(self.txn, self.dbi, &mut k, ptr::null_mut()) };
+            if rc == ffi::MDB_NOTFOUND {
+                return false;
+            }
+            check(rc, "mdb_del");
+            true
+        }
+
+        fn scan_dbi(&self, dbi: ffi::MDB_dbi) -> Vec<(Vec<u8>, Vec<u8>)> {
+            let mut cur = ptr::null_mut();
+            // SAFETY: valid txn and dbi; out-pointer to a local.
+            check(
+                unsafe { ffi::mdb_cursor_open(self.txn, dbi, &mut cur) },
+                "mdb_cursor_open",
+            );
+            let mut out = Vec::new();
+            let mut op = ffi::MDB_FIRST;
+            loop {
+                let (mut k, mut v) = (empty_val(), empty_val());
+                // SAFETY: valid cursor; out-pointers to locals.
+                let rc = unsafe { ffi::mdb_cursor_get(cur, &mut k, &mut v, op) };
+                if rc == ffi::MDB_NOTFOUND {
+                    break;
+                }
+                if rc != ffi::MDB_SUCCESS {
+                    // SAFETY: the cursor belongs to this txn and is not used again.
+                    unsafe { ffi::mdb_cursor_close(cur) };
+                    check(rc, "mdb_cursor_get");
+                }
+                // SAFETY: k and v point into the map, valid while the txn lives.
+                out.push(unsafe { (copy_out(&k), copy_out(&v)) });
+                op = ffi::MDB_NEXT;
+            }
+            // SAFETY: as above.
+            unsafe { ffi::mdb_cursor_close(cur) };
+            out
+        }
+
+        /// Every item of the main DB, by MDB_FIRST / MDB_NEXT.
+        pub fn scan(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+            self.scan_dbi(self.dbi)
+        }
+
+        /// Keys (txn ids) of the free DB's records. Read-only txns only.
+        pub fn free_keys(&self) -> Vec<u64> {
+            self.scan_dbi(FREE_DBI)
+                .into_iter()
+                .map(|(k, _)| u64::from_le_bytes(k.try_into().expect("8-byte free-DB key")))
+                .collect()
+        }
+
+        /// `mdb_stat` of `dbi` (FREE_DBI or the main DB's handle).
+        pub fn db_stat(&self, dbi: ffi::MDB_dbi) -> ffi::MDB_stat {
+            // SAFETY: MDB_stat is plain data.
+            let mut st: ffi::MDB_stat = unsafe { std::mem::zeroed() };
+            // SAFETY: valid txn and dbi; out-pointer to a local.
+            check(unsafe { ffi::mdb_stat(self.txn, dbi, &mut st) }, "mdb_stat");
+            st
+        }
+
+        pub fn commit(mut self) {
+            let txn = std::mem::replace(&mut self.txn, ptr::null_mut());
+            // SAFETY: valid txn, freed by commit whatever its result.
+            check(unsafe { ffi::mdb_txn_commit(txn) }, "mdb_txn_commit");
+        }
+    }
+
+    impl Drop for Txn<'_> {
+        fn drop(&mut self) {
+            if !self.txn.is_null() {
+                // SAFETY: valid, uncommitted txn.
+                unsafe { ffi::mdb_txn_abort(self.txn) };
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Deterministic data.
+// ---------------------------------------------------------------------------------------
+
+/// splitmix64.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    /// Uniform in `lo..=hi`.
+    fn range(&mut self, lo: usize, hi: usize) -> usize {
+        lo + self.below(hi - lo + 1)
+    }
+
+    /// True with probability `num / den`.
+    fn chance(&mut self, num: usize, den: usize) -> bool {
+        self.below(den) < num
+    }
+
+    fn bytes(&mut self, len: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(len + 8);
+        while out.len() < len {
+            out.extend_from_slice(&self.next().to_le_bytes());
+        }
+        out.truncate(len);
+        out
+    }
+}
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Keys known to be absent (deleted at some point and not put again).
+type Gone = BTreeSet<Vec<u8>>;
+
+/// How keys and values are drawn.
+#[derive(Clone, Copy)]
+struct Shape {
+    key: fn(&mut Rng) -> Vec<u8>,
+    value: fn(&mut Rng) -> Vec<u8>,
+}
+
+/// Keys of 1..=511 random bytes.
+fn key_any(rng: &mut Rng) -> Vec<u8> {
+    let len = rng.range(1, 511);
+    rng.bytes(len)
+}
+
+/// Values of 0..=3000 bytes (so some overflow at 4 KiB pages), and now and then 10-100 KB.
+fn value_mixed(rng: &mut Rng) -> Vec<u8> {
+    let len = if rng.chance(1, 150) {
+        rng.range(10_000, 100_000)
+    } else {
+        rng.range(0, 3000)
+    };
+    rng.bytes(len)
+}
+
+/// Mostly short keys (many items per page), some up to 511 bytes.
+fn key_mostly_short(rng: &mut Rng) -> Vec<u8> {
+    let len = if rng.chance(1, 20) {
+        rng.range(33, 511)
+    } else {
+        rng.range(4, 32)
+    };
+    rng.bytes(len)
+}
+
+/// Mostly small values, some near and over the overflow limit, a few 10-100 KB.
+fn value_mostly_small(rng: &mut Rng) -> Vec<u8> {
+    let len = match rng.below(1000) {
+        0..=1 => rng.range(10_000, 100_000),
+        2..=40 => rng.range(1500, 5000),
+        _ => rng.range(0, 120),
+    };
+    rng.bytes(len)
+}
+
+/// Small values only (single-page allocations).
+fn value_small(rng: &mut Rng) -> Vec<u8> {
+    let len = rng.range(0, 200);
+    rng.bytes(len)
+}
+
+/// One change, as both engines must apply it.
+enum Op {
+    Put(Vec<u8>, Vec<u8>),
+    /// Delete; the bool says whether the key exists at that point.
+    Del(Vec<u8>, bool),
+}
+
+/// Draws the changes of one txn and applies them to the model, in order: `new` puts of
+/// absent keys, `over` overwrites, `del` deletes of present keys, and a few deletes of
+/// absent keys, interleaved at random.
+fn gen_ops(
+    rng: &mut Rng,
+    model: &mut Model,
+    gone: &mut Gone,
+    shape: Shape,
+    mut new: usize,
+    mut over: usize,
+    mut del: usize,
+) -> Vec<Op> {
+    let mut keys: Vec<Vec<u8>> = model.keys().cloned().collect();
+    let mut ops = Vec::new();
+    let mut absent_dels = (new + over + del) / 100 + 1;
+    while new + over + del + absent_dels > 0 {
+        let pick = rng.below(new + over + del + absent_dels);
+        if pick < new {
+            new -= 1;
+            // Sometimes bring back a deleted key.
+            let key = match gone.iter().next() {
+                Some(k) if rng.chance(1, 10) => k.clone(),
+                _ => loop {
+                    let k = (shape.key)(rng);
+                    if !model.contains_key(&k) {
+                        break k;
+                    }
+                },
+            };
+            let value = (shape.value)(rng);
+            gone.remove(&key);
+            model.insert(key.clone(), value.clone());
+            keys.push(key.clone());
+            ops.push(Op::Put(key, value));
+        } else if pick < new + over {
+            over -= 1;
+            if keys.is_empty() {
+                continue;
+            }
+            let key = keys[rng.below(keys.len())].clone();
+            let value = (shape.value)(rng);
+            model.insert(key.clone(), value.clone());
+            ops.push(Op::Put(key, value));
+        } else if pick < new + over + del {
+            del -= 1;
+            if keys.is_empty() {
+                continue;
+            }
+            let key = keys.swap_remove(rng.below(keys.len()));
+            model.remove(&key).expect("model key");
+            gone.insert(key.clone());
+            ops.push(Op::Del(key, true));
+        } else {
+            absent_dels -= 1;
+            let key = loop {
+                let k = (shape.key)(rng);
+                if !model.contains_key(&k) {
+                    break k;
+                }
+            };
+            ops.push(Op::Del(key, false));
+        }
+    }
+    ops
+}
+
+fn hex_prefix(b: &[u8]) -> String {
+    let mut s: String = b.iter().take(16).map(|x| format!("{x:02x}")).collect();
+    if b.len() > 16 {
+        s.push_str("..");
+    }
+    format!("{s} (len {})", b.len())
+}
+
+/// Compares a full scan with the model, reporting the first difference readably.
+fn assert_scan_matches(ctx: &str, scan: &[(Vec<u8>, Vec<u8>)], model: &Model) {
+    for (i, ((k, v), (mk, mv))) in scan.iter().zip(model.iter()).enumerate() {
+        assert!(
+            k == mk,
+            "{ctx}: scan item {i} has key {} but the model has {}",
+            hex_prefix(k),
+            hex_prefix(mk)
+        );
+        assert!(
+            v == mv,
+            "{ctx}: scan item {i} (key {}) has value {} but the model has {}",
+            hex_prefix(k),
+            hex_prefix(v),
+            hex_prefix(mv)
+        );
+    }
+    assert_eq!(
+        scan.len(),
+        model.len(),
+        "{ctx}: scan returned {} items, the model has {}",
+        scan.len(),
+        model.len()
+    );
+}
+
+/// Probes at most this many deleted keys per verification.
+const GONE_PROBES: usize = 3000;
+
+fn assert_stat_eq(ctx: &str, lm: &lmdb_master_sys::MDB_stat, fc: &Stat) {
+    let lm_tuple = (
+        lm.ms_psize,
+        lm.ms_depth,
+        lm.ms_branch_pages as u64,
+        lm.ms_leaf_pages as u64,
+        lm.ms_overflow_pages as u64,
+        lm.ms_entries as u64,
+    );
+    let fc_tuple = (
+        fc.page_size,
+        fc.depth,
+        fc.branch_pages,
+        fc.leaf_pages,
+        fc.overflow_pages,
+        fc.entries,
+    );
+    assert_eq!(
+        lm_tuple, fc_tuple,
+        "{ctx}: (psize, depth, branch, leaf, overflow, entries) differ: LMDB vs ferrocore"
+    );
+}
+
+// ----- ferrocore side -----
+
+fn fc_open(path: &Path) -> Env {
+    // SAFETY: only this test touches the directory, and LMDB has it closed.
+    unsafe { Env::open(path) }.expect("ferrocore open")
+}
+
+fn fc_scan_db(env: &Env, db: Database) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let txn = env.begin_read().expect("begin_read");
+    let mut cur = txn.cursor(db).expect("cursor");
+    let mut out = Vec::new();
+    let mut item = cur
+        .first()
+        .expect("cursor first")
+        .map(|(k, v)| (k.to_vec(), v.to_vec()));
+    while let Some(kv) = item {
+        out.push(kv);
+        item = cur
+            .next()
+            .expect("cursor next")
+            .map(|(k, v)| (k.to_vec(), v.to_vec()));
+    }
+    out
+}
+
+fn fc_free_keys(env: &Env) -> Vec<u64> {
+    fc_scan_db(env, Database::FREE)
+        .into_iter()
+        .map(|(k, _)| u64::from_le_bytes(k.try_into().expect("8-byte free-DB key")))
+        .collect()
+}
+
+fn fc_apply(env: &Env, ops: &[Op]) {
+    let mut txn = env.begin_write().expect("begin_write");
+    for op in ops {
+        match op {
+            Op::Put(k, v) => txn.put(Database::MAIN, k, v, 0).expect("ferrocore put"),
+            Op::Del(k, existed) => assert_eq!(
+                txn.delete(Database::MAIN, k).expect("ferrocore delete"),
+                *existed,
+                "ferrocore delete of {}",
+                hex_prefix(k)
+            ),
+        }
+    }
+    txn.commit().expect("ferrocore commit");
+}
+
+fn fc_verify(ctx: &str, env: &Env, model: &Model, gone: &Gone) {
+    assert_scan_matches(ctx, &fc_scan_db(env, Database::MAIN), model);
+    let txn = env.begin_read().expect("begin_read");
+    for (k, v) in model {
+        let got = txn.get(Database::MAIN, k).expect("ferrocore get");
+        assert!(
+            got == Some(&v[..]),
+            "{ctx}: ferrocore get({}) = {:?}, model has {}",
+            hex_prefix(k),
+            got.map(hex_prefix),
+            hex_prefix(v)
+        );
+    }
+    for k in gone.iter().take(GONE_PROBES) {
+        let got = txn.get(Database::MAIN, k).expect("ferrocore get");
+        assert!(
+            got.is_none(),
+            "{ctx}: deleted key {} found by ferrocore",
+            hex_prefix(k)
+        );
+    }
+    assert_eq!(txn.stat().entries, model.len() as u64, "{ctx}: entries");
+}
+
+fn fc_check(ctx: &str, env: &Env) -> ferrocore::check::CheckReport {
+    match env.check() {
+        Ok(r) => r,
+        Err(e) => panic!("{ctx}: ferrocore check failed: {e:?}"),
+    }
+}
+
+// ----- LMDB side -----
+
+fn lm_apply(env: &lmdb::Env, ops: &[Op]) {
+    env.write(|txn| {
+        for op in ops {
+            match op {
+                Op::Put(k, v) => txn.put(k, v),
+                Op::Del(k, existed) => {
+                    assert_eq!(txn.del(k), *existed, "LMDB delete of {}", hex_prefix(k))
+                }
+            }
+        }
+    });
+}
+
+fn lm_verify(ctx: &str, env: &lmdb::Env, model: &Model, gone: &Gone) {
+    let txn = env.read();
+    assert_scan_matches(ctx, &txn.scan(), model);
+    for (k, v) in model {
+        let got = txn.get(k);
+        assert!(
+            got.as_ref() == Some(v),
+            "{ctx}: LMDB get({}) = {:?}, model has {}",
+            hex_prefix(k),
+            got.as_deref().map(hex_prefix),
+            hex_prefix(v)
+        );
+    }
+    for k in gone.iter().take(GONE_PROBES) {
+        assert!(
+            txn.get(k).is_none(),
+            "{ctx}: deleted key {} found by LMDB",
+            hex_prefix(k)
+        );
+    }
+    assert_eq!(env.stat().ms_entries, model.len(), "{ctx}: entries");
+}
+
+/// Checks LMDB's view of the free DB against ferrocore's, both on the same file.
+fn assert_free_db_eq(ctx: &str, lm_free: &lmdb_master_sys::MDB_stat, lm_keys: &[u64], fc: &Env) {
+    let txn = fc.begin_read().expect("begin_read");
+    let fc_free = txn.db_stat(Database::FREE).expect("free stat");
+    assert_stat_eq(&format!("{ctx} (free DB)"), lm_free, &fc_free);
+    assert_eq!(lm_keys, &fc_free_keys(fc)[..], "{ctx}: free-DB keys");
+}
+
+// ---------------------------------------------------------------------------------------
+// 1. LMDB writes, ferrocore reads and writes, LMDB reads and writes, ferrocore reads.
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn lmdb_writes_ferrocore_reads() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path();
+    let mut rng = Rng(0x1D8_2024);
+    let mut model = Model::new();
+    let mut gone = Gone::new();
+    let shape = Shape {
+        key: key_any,
+        value: value_mixed,
+    };
+
+    // LMDB builds the file: 4 txns of 1000 puts, then deletes a third over 3 txns.
+    let (lm_stat, lm_free, lm_free_keys, lm_info) = {
+        let lm = lmdb::Env::open(path, LMDB_MAP_SIZE);
+        for _ in 0..4 {
+            let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 1000, 0, 0);
+            lm_apply(&lm, &ops);
+        }
+        let third = model.len() / 3;
+        for _ in 0..3 {
+            let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 0, 0, third / 3);
+            lm_apply(&lm, &ops);
+        }
+        // The harness itself: LMDB agrees with the model.
+        lm_verify("LMDB after its own writes", &lm, &model, &gone);
+        let txn = lm.read();
+        let free = txn.db_stat(lmdb::FREE_DBI);
+        let free_keys = txn.free_keys();
+        drop(txn);
+        assert!(
+            free.ms_entries >= 2,
+            "LMDB's free DB should hold records after the deletes"
+        );
+        assert!(lm.stat().ms_overflow_pages > 0, "some values overflow");
+        (lm.stat(), free, free_keys, lm.info())
+    };
+    assert!(model.len() > 2500, "model has {} keys", model.len());
+
+    // ferrocore reads LMDB's file, then changes it over several txns.
+    let (fc_stat, fc_info) = {
+        let env = fc_open(path);
+        assert_eq!(env.page_size(), 4096);
+        assert_stat_eq(
+            "ferrocore opening LMDB's file",
+            &lm_stat,
+            &env.stat().unwrap(),
+        );
+        assert_free_db_eq(
+            "ferrocore opening LMDB's file",
+            &lm_free,
+            &lm_free_keys,
+            &env,
+        );
+        let info = env.info().unwrap();
+        assert_eq!(
+            (info.last_pgno, info.last_txnid),
+            (lm_info.me_last_pgno as u64, lm_info.me_last_txnid as u64),
+            "last page / last txn of LMDB's file"
+        );
+        fc_verify("ferrocore reading LMDB's file", &env, &model, &gone);
+        fc_check("ferrocore reading LMDB's file", &env);
+
+        for round in 0..5 {
+            let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 300, 300, 300);
+            fc_apply(&env, &ops);
+            fc_check(&format!("ferrocore round {round} on LMDB's file"), &env);
+        }
+        // Free pages LMDB left were reused: its oldest records were consumed.
+        let now = fc_free_keys(&env);
+        assert!(
+            !now.contains(&lm_free_keys[0]),
+            "ferrocore never consumed LMDB's free record {} (free keys now {now:?})",
+            lm_free_keys[0]
+        );
+        fc_verify("ferrocore after its writes", &env, &model, &gone);
+        (env.stat().unwrap(), env.info().unwrap())
+    };
+
+    // LMDB reads ferrocore's changes, then writes more.
+    let (lm_stat2, lm_info2) = {
+        let lm = lmdb::Env::open(path, LMDB_MAP_SIZE);
+        assert_stat_eq("LMDB reopening", &lm.stat(), &fc_stat);
+        let info = lm.info();
+        assert_eq!(
+            (info.me_last_pgno as u64, info.me_last_txnid as u64),
+            (fc_info.last_pgno, fc_info.last_txnid),
+            "last page / last txn of ferrocore's commits"
+        );
+        lm_verify("LMDB reading ferrocore's changes", &lm, &model, &gone);
+        for _ in 0..3 {
+            let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 200, 200, 200);
+            lm_apply(&lm, &ops);
+        }
+        lm_verify("LMDB after writing on ferrocore's file", &lm, &model, &gone);
+        (lm.stat(), lm.info())
+    };
+
+    // ferrocore reads LMDB's latest writes.
+    let env = fc_open(path);
+    assert_stat_eq("ferrocore reopening", &lm_stat2, &env.stat().unwrap());
+    assert_eq!(
+        env.info().unwrap().last_txnid,
+        lm_info2.me_last_txnid as u64
+    );
+    fc_verify(
+        "ferrocore reading LMDB's second writes",
+        &env,
+        &model,
+        &gone,
+    );
+    fc_check("ferrocore reading LMDB's second writes", &env);
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. ferrocore writes, LMDB reads and writes, ferrocore reads.
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn ferrocore_writes_lmdb_reads() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path();
+    let mut rng = Rng(0xFE77_0C0E);
+    let mut model = Model::new();
+    let mut gone = Gone::new();
+    let shape = Shape {
+        key: key_mostly_short,
+        value: value_mostly_small,
+    };
+
+    // ferrocore: 50k puts over 5 txns, then mixed changes, then big deletes.
+    let (fc_stat, fc_free, fc_free_keys_before, fc_info) = {
+        let env = fc_open(path);
+        for _ in 0..5 {
+            let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 10_000, 0, 0);
+            fc_apply(&env, &ops);
+        }
+        let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 2000, 3000, 3000);
+        fc_apply(&env, &ops);
+        let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 0, 0, 15_000);
+        fc_apply(&env, &ops);
+        let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 500, 1000, 5000);
+        fc_apply(&env, &ops);
+        fc_verify("ferrocore after its own writes", &env, &model, &gone);
+        let report = fc_check("ferrocore after its own writes", &env);
+        let txn = env.begin_read().unwrap();
+        let free = txn.db_stat(Database::FREE).unwrap();
+        drop(txn);
+        let free_keys = fc_free_keys(&env);
+        assert!(free.entries >= 2, "free DB records: {free:?}");
+        assert!(
+            free.overflow_pages > 0,
+            "a free-DB record large enough for overflow pages: {free:?}"
+        );
+        assert!(report.free_pages > 500, "{report:?}");
+        let stat = env.stat().unwrap();
+        assert!(stat.depth >= 3, "{stat:?}");
+        assert!(stat.overflow_pages > 0, "{stat:?}");
+        (stat, free, free_keys, env.info().unwrap())
+    };
+
+    // LMDB reads everything, then writes more, reusing ferrocore's free pages.
+    let (lm_stat, lm_info) = {
+        let lm = lmdb::Env::open(path, LMDB_MAP_SIZE);
+        let st = lm.stat();
+        assert_stat_eq("LMDB opening ferrocore's file", &st, &fc_stat);
+        let txn = lm.read();
+        assert_stat_eq(
+            "LMDB opening ferrocore's file (free DB)",
+            &txn.db_stat(lmdb::FREE_DBI),
+            &fc_free,
+        );
+        assert_eq!(txn.free_keys(), fc_free_keys_before, "free-DB keys");
+        drop(txn);
+        let info = lm.info();
+        assert_eq!(
+            (info.me_last_pgno as u64, info.me_last_txnid as u64),
+            (fc_info.last_pgno, fc_info.last_txnid)
+        );
+        lm_verify("LMDB reading ferrocore's file", &lm, &model, &gone);
+
+        let small = Shape {
+            key: key_mostly_short,
+            value: value_small,
+        };
+        for _ in 0..3 {
+            let ops = gen_ops(&mut rng, &mut model, &mut gone, small, 500, 500, 500);
+            lm_apply(&lm, &ops);
+        }
+        let info2 = lm.info();
+        assert!(
+            info2.me_last_pgno <= info.me_last_pgno,
+            "LMDB grew the file ({} -> {}) instead of reusing ferrocore's free pages",
+            info.me_last_pgno,
+            info2.me_last_pgno
+        );
+        let keys_after = lm.read().free_keys();
+        assert!(
+            !keys_after.contains(&fc_free_keys_before[0]),
+            "LMDB never consumed ferrocore's free record {} (now {keys_after:?})",
+            fc_free_keys_before[0]
+        );
+        lm_verify("LMDB after writing on ferrocore's file", &lm, &model, &gone);
+        (lm.stat(), info2)
+    };
+
+    // ferrocore reads LMDB's writes, checks, and writes once more.
+    let env = fc_open(path);
+    assert_stat_eq("ferrocore reopening", &lm_stat, &env.stat().unwrap());
+    assert_eq!(
+        env.info().unwrap().last_pgno,
+        lm_info.me_last_pgno as u64,
+        "last page"
+    );
+    fc_verify("ferrocore reading LMDB's writes", &env, &model, &gone);
+    fc_check("ferrocore reading LMDB's writes", &env);
+    let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 1000, 1000, 1000);
+    fc_apply(&env, &ops);
+    fc_check("ferrocore writing after LMDB", &env);
+    fc_verify("ferrocore writing after LMDB", &env, &model, &gone);
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. LMDB's command-line tools (Debian lmdb-utils) on a ferrocore-written environment.
+// ---------------------------------------------------------------------------------------
+
+/// True if `mdb_dump` and `mdb_stat` can be run.
+fn lmdb_utils_available() -> bool {
+    ["mdb_dump", "mdb_stat"].iter().all(|tool| {
+        Command::new(tool)
+            .arg("-V")
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    })
+}
+
+/// Decodes one `mdb_dump -p` data line: a leading space, printable bytes as themselves,
+/// a backslash as `\\`, any other byte as `\xx`.
+fn decode_print_line(line: &str) -> Vec<u8> {
+    let b = line.as_bytes();
+    assert_eq!(b.first(), Some(&b' '), "mdb_dump data line: {line:?}");
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 1;
+    while i < b.len() {
+        if b[i] == b'\\' {
+            if b.get(i + 1) == Some(&b'\\') {
+                out.push(b'\\');
+                i += 2;
+            } else {
+                let hex = b
+                    .get(i + 1..i + 3)
+                    .and_then(|h| std::str::from_utf8(h).ok())
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
+                let Some(byte) = hex else {
+                    let near = &line[i.saturating_sub(20)..(i + 20).min(line.len())];
+                    panic!("mdb_dump -p: bad escape at byte {i} of a line, near {near:?}");
+                };
+                out.push(byte);
+                i += 3;
+            }
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Runs `mdb_dump -p` and `mdb_stat -ef` on a closed environment and compares with the
+/// model and with ferrocore's own figures.
+fn check_with_lmdb_utils(
+    ctx: &str,
+    path: &Path,
+    model: &Model,
+    page_size: usize,
+    stat: &Stat,
+    free_pages: u64,
+) {
+    let out = Command::new("mdb_dump")
+        .arg("-p")
+        .arg(path)
+        .output()
+        .expect("run mdb_dump");
+    assert!(
+        out.status.success(),
+        "{ctx}: mdb_dump -p failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("mdb_dump -p prints ASCII");
+    let mut lines = text.lines();
+    let mut header = Vec::new();
+    for line in lines.by_ref() {
+        if line == "HEADER=END" {
+            break;
+        }
+        header.push(line);
+    }
+    assert!(header.contains(&"format=print"), "{ctx}: header {header:?}");
+    assert!(header.contains(&"type=btree"), "{ctx}: header {header:?}");
+    let psize = format!("db_pagesize={page_size}");
+    assert!(header.contains(&psize.as_str()), "{ctx}: header {header:?}");
+    let mut dumped = Vec::new();
+    loop {
+        let line = lines.next().expect("mdb_dump output ends with DATA=END");
+        if line == "DATA=END" {
+            break;
+        }
+        let key = decode_print_line(line);
+        let value = decode_print_line(lines.next().expect("value line"));
+        dumped.push((key, value));
+    }
+    assert_eq!(lines.next(), None, "{ctx}: output after DATA=END");
+    assert_scan_matches(&format!("{ctx}: mdb_dump -p"), &dumped, model);
+
+    let out = Command::new("mdb_stat")
+        .arg("-ef")
+        .arg(path)
+        .output()
+        .expect("run mdb_stat");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{ctx}: mdb_stat -ef exited with {}: {}{}",
+        out.status,
+        text,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The figures of one section, as "name: value" pairs.
+    let section = |title: &str| -> BTreeMap<String, String> {
+        let mut in_section = false;
+        let mut map = BTreeMap::new();
+        for line in text.lines() {
+            if !line.starts_with(' ') {
+                in_section = line == title;
+            } else if in_section {
+                if let Some((k, v)) = line.trim().split_once(": ") {
+                    map.insert(k.to_string(), v.to_string());
+                }
+            }
+        }
+        assert!(!map.is_empty(), "{ctx}: no section {title:?} in:\n{text}");
+        map
+    };
+    let env_info = section("Environment Info");
+    assert_eq!(env_info["Page size"], page_size.to_string(), "{ctx}");
+    let main = section("Status of Main DB");
+    let figures = |m: &BTreeMap<String, String>| {
+        [
+            "Tree depth",
+            "Branch pages",
+            "Leaf pages",
+            "Overflow pages",
+            "Entries",
+        ]
+        .map(|f| m[f].parse::<u64>().expect("number"))
+    };
+    assert_eq!(
+        figures(&main),
+        [
+            stat.depth as u64,
+            stat.branch_pages,
+            stat.leaf_pages,
+            stat.overflow_pages,
+            stat.entries
+        ],
+        "{ctx}: mdb_stat main DB vs ferrocore"
+    );
+    assert_eq!(stat.entries, model.len() as u64);
+    let free = section("Freelist Status");
+    assert_eq!(
+        free["Free pages"].parse::<u64>().expect("number"),
+        free_pages,
+        "{ctx}: mdb_stat free pages vs ferrocore's check"
+    );
+}
+
+#[test]
+fn lmdb_utils_read_ferrocore_env() {
+    if !lmdb_utils_available() {
+        if std::env::var_os("FERROCORE_REQUIRE_LMDB_UTILS").is_some() {
+            panic!("FERROCORE_REQUIRE_LMDB_UTILS is set but mdb_dump/mdb_stat are not on PATH");
+        }
+        println!(
+            "lmdb_utils_read_ferrocore_env: NOT RUN: mdb_dump/mdb_stat (lmdb-utils) not on PATH"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rng = Rng(0x7001_5);
+    let mut model = Model::new();
+    let mut gone = Gone::new();
+    let shape = Shape {
+        key: key_any,
+        value: value_mixed,
+    };
+    let env = fc_open(dir.path());
+    for _ in 0..3 {
+        let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 1000, 0, 0);
+        fc_apply(&env, &ops);
+    }
+    // Keys full of bytes mdb_dump -p escapes: backslashes, spaces, control bytes.
+    let mut tricky = Vec::new();
+    for i in 0..50u8 {
+        let mut k = vec![b'\\'; (i % 5) as usize + 1];
+        k.extend_from_slice(&[b' ', i, b'\\', b'x', 0x7f, 0xff, b'n']);
+        let v: Vec<u8> = k
+            .iter()
+            .rev()
+            .copied()
+            .chain(b"\\\\ \n".iter().copied())
+            .collect();
+        tricky.push(Op::Put(k.clone(), v.clone()));
+        model.insert(k, v);
+    }
+    fc_apply(&env, &tricky);
+    for _ in 0..2 {
+        let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 100, 300, 600);
+        fc_apply(&env, &ops);
+    }
+    fc_verify("ferrocore before the tools", &env, &model, &gone);
+    let report = fc_check("ferrocore before the tools", &env);
+    assert!(report.free_pages > 0, "{report:?}");
+    let stat = env.stat().unwrap();
+    drop(env);
+    check_with_lmdb_utils(
+        "lmdb-utils on ferrocore's env",
+        dir.path(),
+        &model,
+        4096,
+        &stat,
+        report.free_pages,
+    );
+    // The tools left the data file as it was.
+    let env = fc_open(dir.path());
+    fc_verify("ferrocore after the tools", &env, &model, &gone);
+}
+
+// ---------------------------------------------------------------------------------------
+// 4. A ferrocore environment with 8 KiB pages, read and written by LMDB.
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn page_size_8192_round_trip() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path();
+    let mut rng = Rng(0x8192);
+    let mut model = Model::new();
+    let mut gone = Gone::new();
+    // Values up to 6000 bytes: inline at 8 KiB pages up to ~4000, overflow beyond.
+    fn value_8k(rng: &mut Rng) -> Vec<u8> {
+        let len = if rng.chance(1, 100) {
+            rng.range(10_000, 60_000)
+        } else {
+            rng.range(0, 6000)
+        };
+        rng.bytes(len)
+    }
+    let shape = Shape {
+        key: key_any,
+        value: value_8k,
+    };
+
+    let (fc_stat, report) = {
+        // SAFETY: only this test touches the directory.
+        let env = unsafe { EnvOptions::new().page_size(8192).open(path) }.expect("open 8K env");
+        assert_eq!(env.page_size(), 8192);
+        for _ in 0..3 {
+            let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 800, 100, 100);
+            fc_apply(&env, &ops);
+        }
+        let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 0, 200, 600);
+        fc_apply(&env, &ops);
+        let report = fc_check("ferrocore 8K", &env);
+        fc_verify("ferrocore 8K", &env, &model, &gone);
+        let stat = env.stat().unwrap();
+        assert_eq!(stat.page_size, 8192);
+        assert!(stat.overflow_pages > 0 && stat.depth >= 2, "{stat:?}");
+        (stat, report)
+    };
+    // The file's page size is recorded where LMDB reads it.
+    let bytes = std::fs::read(path.join("data.mdb")).unwrap();
+    assert_eq!(u32::from_le_bytes(bytes[40..44].try_into().unwrap()), 8192);
+    assert_eq!(bytes.len() % 8192, 0);
+
+    if lmdb_utils_available() {
+        check_with_lmdb_utils(
+            "lmdb-utils on ferrocore's 8K env",
+            path,
+            &model,
+            8192,
+            &fc_stat,
+            report.free_pages,
+        );
+    }
+
+    let lm_stat = {
+        let lm = lmdb::Env::open(path, LMDB_MAP_SIZE);
+        let st = lm.stat();
+        assert_eq!(st.ms_psize, 8192, "LMDB takes the file's page size");
+        assert_stat_eq("LMDB opening ferrocore's 8K file", &st, &fc_stat);
+        lm_verify("LMDB reading ferrocore's 8K file", &lm, &model, &gone);
+        for _ in 0..2 {
+            let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 300, 300, 300);
+            lm_apply(&lm, &ops);
+        }
+        lm_verify("LMDB after writing the 8K file", &lm, &model, &gone);
+        lm.stat()
+    };
+
+    let env = fc_open(path);
+    assert_eq!(env.page_size(), 8192);
+    assert_stat_eq(
+        "ferrocore reopening the 8K file",
+        &lm_stat,
+        &env.stat().unwrap(),
+    );
+    fc_verify("ferrocore reading LMDB's 8K writes", &env, &model, &gone);
+    fc_check("ferrocore reading LMDB's 8K writes", &env);
+}
