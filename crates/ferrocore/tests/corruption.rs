@@ -1,0 +1,244 @@
+//! Damaged files give clear errors, never a panic or a crash; a damaged meta page falls
+//! back to the other one.
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use ferrocore::{env_flags, Database, Env, EnvOptions, Error};
+
+const MAIN: Database = Database::MAIN;
+const PS: u64 = 4096;
+
+fn open(dir: &Path) -> ferrocore::Result<Env> {
+    // SAFETY: the test owns the directory; it only changes files while no env is open.
+    unsafe { EnvOptions::new().flags(env_flags::NO_SYNC).open(dir) }
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key-{:08}", i.wrapping_mul(2_654_435_761)).into_bytes()
+}
+
+/// An environment with two commits: txn 1 has keys 0..3000, txn 2 adds 3000..4000 and
+/// some big values.
+fn build(dir: &Path) {
+    let env = open(dir).unwrap();
+    let mut txn = env.begin_write().unwrap();
+    for i in 0..3000 {
+        txn.put(MAIN, &key(i), &[i as u8; 60], 0).unwrap();
+    }
+    txn.commit().unwrap();
+    let mut txn = env.begin_write().unwrap();
+    for i in 3000..4000 {
+        txn.put(MAIN, &key(i), &[i as u8; 60], 0).unwrap();
+    }
+    for i in 0..5 {
+        txn.put(MAIN, format!("big{i}").as_bytes(), &vec![i as u8; 9000], 0).unwrap();
+    }
+    txn.commit().unwrap();
+}
+
+fn poke(dir: &Path, offset: u64, bytes: &[u8]) {
+    let f = OpenOptions::new().write(true).open(dir.join("data.mdb")).unwrap();
+    f.write_all_at(bytes, offset).unwrap();
+}
+
+fn peek(dir: &Path, offset: u64, len: usize) -> Vec<u8> {
+    let f = OpenOptions::new().read(true).open(dir.join("data.mdb")).unwrap();
+    let mut b = vec![0u8; len];
+    f.read_exact_at(&mut b, offset).unwrap();
+    b
+}
+
+#[test]
+fn zeroed_newest_meta_falls_back_to_the_other() {
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    // Txn 2 wrote meta 0 (2 & 1 == 0): destroy it.
+    poke(dir.path(), 0, &vec![0u8; PS as usize]);
+    let env = open(dir.path()).unwrap();
+    let txn = env.begin_read().unwrap();
+    assert_eq!(txn.id(), 1, "the older meta is used");
+    assert_eq!(txn.stat().entries, 3000);
+    assert_eq!(txn.get(MAIN, &key(5)).unwrap(), Some(&[5u8; 60][..]));
+    txn.check().unwrap();
+    drop(txn);
+    // And the environment goes on working: the next commit rewrites the damaged meta.
+    let mut w = env.begin_write().unwrap();
+    w.put(MAIN, b"after", b"repair", 0).unwrap();
+    w.commit().unwrap();
+    env.check().unwrap();
+}
+
+#[test]
+fn torn_newest_meta_is_detected_by_its_checksum() {
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    // Change the main DB's entry count in meta 0 without fixing the checksum.
+    let mut entries = peek(dir.path(), 88 + 32, 8);
+    entries[0] ^= 0x55;
+    poke(dir.path(), 88 + 32, &entries);
+    let env = open(dir.path()).unwrap();
+    assert_eq!(env.begin_read().unwrap().id(), 1);
+}
+
+#[test]
+fn zeroed_meta_one_with_meta_zero_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    poke(dir.path(), PS, &vec![0u8; PS as usize]);
+    let env = open(dir.path()).unwrap();
+    assert_eq!(env.begin_read().unwrap().id(), 2);
+    assert_eq!(env.stat().unwrap().entries, 4005);
+}
+
+#[test]
+fn bad_magic_and_version_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    for meta in [0, PS] {
+        poke(dir.path(), meta + 20, &7u32.to_le_bytes());
+    }
+    let err = open(dir.path()).err().expect("version 7 is refused");
+    assert!(matches!(err, Error::VersionMismatch { found: 7 }), "{err}");
+    assert_eq!(err.lmdb_code(), -30794);
+    for meta in [0, PS] {
+        poke(dir.path(), meta + 16, b"XXXX");
+    }
+    let err = open(dir.path()).err().expect("bad magic is refused");
+    assert!(matches!(err, Error::Invalid(_)), "{err}");
+    assert_eq!(err.lmdb_code(), -30793);
+}
+
+#[test]
+fn unusable_page_size_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    // Page size 1000 in meta 0 (the FREE record's pad), checksum trailer cleared so the
+    // meta is taken as LMDB-written.
+    poke(dir.path(), 40, &1000u32.to_le_bytes());
+    poke(dir.path(), 152, &[0u8; 24]);
+    poke(dir.path(), PS, &vec![0u8; PS as usize]);
+    let err = open(dir.path()).err().expect("page size 1000 is refused");
+    assert!(matches!(err, Error::Invalid(_)), "{err}");
+}
+
+#[test]
+fn truncated_file_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    let f = OpenOptions::new().write(true).open(dir.path().join("data.mdb")).unwrap();
+    f.set_len(10 * PS).unwrap();
+    drop(f);
+    let err = open(dir.path()).err().expect("a truncated file is refused");
+    assert!(matches!(err, Error::Invalid(_)), "{err}");
+}
+
+#[test]
+fn child_pointer_past_the_end_is_page_not_found() {
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    let root = {
+        let env = open(dir.path()).unwrap();
+        let txn = env.begin_read().unwrap();
+        assert!(txn.stat().depth >= 2);
+        txn.meta().main_db.root
+    };
+    // Node 1 of the root branch: point its child at page 0xFFFF_FF00.
+    let slot = u16::from_le_bytes(peek(dir.path(), root * PS + 18, 2).try_into().unwrap()) as u64;
+    poke(dir.path(), root * PS + slot, &[0x00, 0xFF, 0xFF, 0xFF, 0, 0]);
+    let env = open(dir.path()).unwrap();
+    let txn = env.begin_read().unwrap();
+    let mut errors = 0;
+    for i in 0..4000 {
+        match txn.get(MAIN, &key(i)) {
+            Ok(_) => {}
+            Err(e) => {
+                assert!(matches!(e, Error::PageNotFound { pgno: 0xFFFF_FF00 }), "{e}");
+                errors += 1;
+            }
+        }
+    }
+    assert!(errors > 0);
+    assert!(txn.check().is_err());
+}
+
+/// Flips bytes all over the data pages, then runs every operation: each must return a
+/// result (an error or an answer), never panic.
+#[test]
+fn random_damage_never_panics() {
+    let mut seed = 0x1234_5678_u64;
+    let mut rnd = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut errors = 0;
+    for round in 0..200 {
+        let dir = tempfile::tempdir().unwrap();
+        build(dir.path());
+        let len = std::fs::metadata(dir.path().join("data.mdb")).unwrap().len();
+        let pages = len / PS;
+        for _ in 0..1 + round % 8 {
+            let page = 2 + rnd() % (pages - 2);
+            // Mostly headers and slot arrays, where damage matters most.
+            let off = if rnd() % 2 == 0 { rnd() % 64 } else { rnd() % PS };
+            poke(dir.path(), page * PS + off, &[rnd() as u8]);
+        }
+        let Ok(env) = open(dir.path()) else {
+            errors += 1;
+            continue;
+        };
+        let outcome = exercise(&env);
+        if outcome.is_err() {
+            errors += 1;
+        }
+    }
+    assert!(errors > 0, "some damage must have been noticed");
+}
+
+fn exercise(env: &Env) -> ferrocore::Result<()> {
+    let mut first_err = None;
+    let mut note = |r: ferrocore::Result<()>| {
+        if let Err(e) = r {
+            first_err.get_or_insert(e);
+        }
+    };
+    {
+        let txn = env.begin_read()?;
+        for i in (0..4000).step_by(7) {
+            note(txn.get(MAIN, &key(i)).map(|_| ()));
+        }
+        note(txn.check().map(|_| ()));
+        let mut c = txn.cursor(MAIN)?;
+        let mut r = c.first().map(|x| x.is_some());
+        let mut steps = 0;
+        while let Ok(true) = r {
+            steps += 1;
+            if steps > 10_000 {
+                break;
+            }
+            r = c.next().map(|x| x.is_some());
+        }
+        note(r.map(|_| ()));
+        let mut r = c.last().map(|x| x.is_some());
+        while let Ok(true) = r {
+            r = c.prev().map(|x| x.is_some());
+        }
+        note(r.map(|_| ()));
+    }
+    let mut txn = env.begin_write()?;
+    for i in (0..4000).step_by(3) {
+        let r = if i % 2 == 0 { txn.put(MAIN, &key(i), b"rewritten", 0) } else { txn.delete(MAIN, &key(i)).map(|_| ()) };
+        if r.is_err() {
+            note(r);
+            break;
+        }
+    }
+    note(txn.commit());
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
