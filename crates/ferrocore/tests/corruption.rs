@@ -33,18 +33,25 @@ fn build(dir: &Path) {
         txn.put(MAIN, &key(i), &[i as u8; 60], 0).unwrap();
     }
     for i in 0..5 {
-        txn.put(MAIN, format!("big{i}").as_bytes(), &vec![i as u8; 9000], 0).unwrap();
+        txn.put(MAIN, format!("big{i}").as_bytes(), &vec![i as u8; 9000], 0)
+            .unwrap();
     }
     txn.commit().unwrap();
 }
 
 fn poke(dir: &Path, offset: u64, bytes: &[u8]) {
-    let f = OpenOptions::new().write(true).open(dir.join("data.mdb")).unwrap();
+    let f = OpenOptions::new()
+        .write(true)
+        .open(dir.join("data.mdb"))
+        .unwrap();
     f.write_all_at(bytes, offset).unwrap();
 }
 
 fn peek(dir: &Path, offset: u64, len: usize) -> Vec<u8> {
-    let f = OpenOptions::new().read(true).open(dir.join("data.mdb")).unwrap();
+    let f = OpenOptions::new()
+        .read(true)
+        .open(dir.join("data.mdb"))
+        .unwrap();
     let mut b = vec![0u8; len];
     f.read_exact_at(&mut b, offset).unwrap();
     b
@@ -127,7 +134,10 @@ fn unusable_page_size_is_a_clear_error() {
 fn truncated_file_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     build(dir.path());
-    let f = OpenOptions::new().write(true).open(dir.path().join("data.mdb")).unwrap();
+    let f = OpenOptions::new()
+        .write(true)
+        .open(dir.path().join("data.mdb"))
+        .unwrap();
     f.set_len(10 * PS).unwrap();
     drop(f);
     let err = open(dir.path()).err().expect("a truncated file is refused");
@@ -146,7 +156,11 @@ fn child_pointer_past_the_end_is_page_not_found() {
     };
     // Node 1 of the root branch: point its child at page 0xFFFF_FF00.
     let slot = u16::from_le_bytes(peek(dir.path(), root * PS + 18, 2).try_into().unwrap()) as u64;
-    poke(dir.path(), root * PS + slot, &[0x00, 0xFF, 0xFF, 0xFF, 0, 0]);
+    poke(
+        dir.path(),
+        root * PS + slot,
+        &[0x00, 0xFF, 0xFF, 0xFF, 0, 0],
+    );
     let env = open(dir.path()).unwrap();
     let txn = env.begin_read().unwrap();
     let mut errors = 0;
@@ -154,7 +168,10 @@ fn child_pointer_past_the_end_is_page_not_found() {
         match txn.get(MAIN, &key(i)) {
             Ok(_) => {}
             Err(e) => {
-                assert!(matches!(e, Error::PageNotFound { pgno: 0xFFFF_FF00 }), "{e}");
+                assert!(
+                    matches!(e, Error::PageNotFound { pgno: 0xFFFF_FF00 }),
+                    "{e}"
+                );
                 errors += 1;
             }
         }
@@ -178,12 +195,18 @@ fn random_damage_never_panics() {
     for round in 0..200 {
         let dir = tempfile::tempdir().unwrap();
         build(dir.path());
-        let len = std::fs::metadata(dir.path().join("data.mdb")).unwrap().len();
+        let len = std::fs::metadata(dir.path().join("data.mdb"))
+            .unwrap()
+            .len();
         let pages = len / PS;
         for _ in 0..1 + round % 8 {
             let page = 2 + rnd() % (pages - 2);
             // Mostly headers and slot arrays, where damage matters most.
-            let off = if rnd() % 2 == 0 { rnd() % 64 } else { rnd() % PS };
+            let off = if rnd() % 2 == 0 {
+                rnd() % 64
+            } else {
+                rnd() % PS
+            };
             poke(dir.path(), page * PS + off, &[rnd() as u8]);
         }
         let Ok(env) = open(dir.path()) else {
@@ -230,7 +253,11 @@ fn exercise(env: &Env) -> ferrocore::Result<()> {
     }
     let mut txn = env.begin_write()?;
     for i in (0..4000).step_by(3) {
-        let r = if i % 2 == 0 { txn.put(MAIN, &key(i), b"rewritten", 0) } else { txn.delete(MAIN, &key(i)).map(|_| ()) };
+        let r = if i % 2 == 0 {
+            txn.put(MAIN, &key(i), b"rewritten", 0)
+        } else {
+            txn.delete(MAIN, &key(i)).map(|_| ())
+        };
         if r.is_err() {
             note(r);
             break;

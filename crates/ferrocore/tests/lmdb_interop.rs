@@ -437,6 +437,55 @@ fn gen_ops(
     ops
 }
 
+/// Puts at the size boundaries of `page_size` (applied to the model): for several key
+/// lengths, values of 0 bytes, the largest inline value and one byte less and more (LMDB's
+/// `nodemax` rule), and overflow runs of exactly 1 and 2 pages and one byte more. `rot`
+/// rotates which key gets which size, so that a later call with another `rot` turns
+/// inline values into overflow runs and back, and changes run lengths.
+fn edge_ops(
+    page_size: usize,
+    rot: usize,
+    rng: &mut Rng,
+    model: &mut Model,
+    gone: &mut Gone,
+) -> Vec<Op> {
+    let nodemax = (((page_size - 16) / 2) & !1) - 2;
+    let mut ops = Vec::new();
+    for klen in [2usize, 8, 100, 511] {
+        let inline_max = nodemax - 8 - klen;
+        let sizes = [
+            0,
+            inline_max - 1,
+            inline_max,
+            inline_max + 1,
+            page_size - 16,
+            page_size - 15,
+            2 * page_size - 16,
+            2 * page_size - 15,
+        ];
+        for i in 0..sizes.len() {
+            let mut key = vec![0xEE; klen];
+            key[1] = i as u8;
+            let value = rng.bytes(sizes[(i + rot) % sizes.len()]);
+            gone.remove(&key);
+            model.insert(key.clone(), value.clone());
+            ops.push(Op::Put(key, value));
+        }
+    }
+    ops
+}
+
+/// Keys above every random key (eight 0xFF bytes, then a big-endian counter), so that
+/// they can be appended in order; `tail` > 0 gives a key just after `append_key(i, 0)`.
+fn append_key(i: u32, tail: u8) -> Vec<u8> {
+    let mut k = vec![0xFF; 8];
+    k.extend_from_slice(&i.to_be_bytes());
+    if tail > 0 {
+        k.push(tail);
+    }
+    k
+}
+
 fn hex_prefix(b: &[u8]) -> String {
     let mut s: String = b.iter().take(16).map(|x| format!("{x:02x}")).collect();
     if b.len() > 16 {
@@ -533,7 +582,10 @@ fn decode_free(raw: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<FreeRecord> {
         .map(|(k, v)| {
             assert_eq!(k.len(), 8, "free-DB key length");
             let count = word(&v, 0) as usize;
-            assert!(8 * (count + 1) <= v.len(), "free-DB record count exceeds its value");
+            assert!(
+                8 * (count + 1) <= v.len(),
+                "free-DB record count exceeds its value"
+            );
             let pages: Vec<u64> = (1..=count).map(|i| word(&v, i)).collect();
             assert!(pages.windows(2).all(|w| w[0] > w[1]), "IDL not descending");
             (word(&k, 0), pages)
@@ -686,6 +738,7 @@ fn lmdb_writes_ferrocore_reads() {
             let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 1000, 0, 0);
             lm_apply(&lm, &ops);
         }
+        lm_apply(&lm, &edge_ops(4096, 0, &mut rng, &mut model, &mut gone));
         let third = model.len() / 3;
         for _ in 0..3 {
             let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 0, 0, third / 3);
@@ -735,6 +788,8 @@ fn lmdb_writes_ferrocore_reads() {
             fc_apply(&env, &ops);
             fc_check(&format!("ferrocore round {round} on LMDB's file"), &env);
         }
+        fc_apply(&env, &edge_ops(4096, 1, &mut rng, &mut model, &mut gone));
+        fc_check("ferrocore rewriting LMDB's boundary-size values", &env);
         // Free pages LMDB left were reused: its oldest records were consumed.
         assert_reused(
             "ferrocore writing on LMDB's file",
@@ -760,6 +815,7 @@ fn lmdb_writes_ferrocore_reads() {
             let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 200, 200, 200);
             lm_apply(&lm, &ops);
         }
+        lm_apply(&lm, &edge_ops(4096, 2, &mut rng, &mut model, &mut gone));
         lm_verify("LMDB after writing on ferrocore's file", &lm, &model, &gone);
         (lm.stat(), lm.info())
     };
@@ -803,6 +859,18 @@ fn ferrocore_writes_lmdb_reads() {
             let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 10_000, 0, 0);
             fc_apply(&env, &ops);
         }
+        fc_apply(&env, &edge_ops(4096, 0, &mut rng, &mut model, &mut gone));
+        // Sorted loads with APPEND pack leaves full; LMDB must later split such pages.
+        let mut txn = env.begin_write().unwrap();
+        for i in 0..3000u32 {
+            let key = append_key(i, 0);
+            let len = rng.range(0, 64);
+            let value = rng.bytes(len);
+            txn.put(Database::MAIN, &key, &value, ferrocore::put_flags::APPEND)
+                .expect("append");
+            model.insert(key, value);
+        }
+        txn.commit().unwrap();
         let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 2000, 3000, 3000);
         fc_apply(&env, &ops);
         let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 0, 0, 15_000);
@@ -857,7 +925,15 @@ fn ferrocore_writes_lmdb_reads() {
         // LMDB never reuses the pages freed by the last committed txn (the record keyed
         // by it), so its first txn may grow the file; from its second txn on, ferrocore's
         // record is reclaimable and no more growth is needed for these small changes.
-        let ops = gen_ops(&mut rng, &mut model, &mut gone, small, 500, 500, 500);
+        let mut ops = gen_ops(&mut rng, &mut model, &mut gone, small, 500, 500, 500);
+        ops.extend(edge_ops(4096, 1, &mut rng, &mut model, &mut gone));
+        // Inserts between the appended keys, into ferrocore's full leaves.
+        for i in (0..3000u32).step_by(3) {
+            let len = rng.range(0, 300);
+            let (key, value) = (append_key(i, 1), rng.bytes(len));
+            model.insert(key.clone(), value.clone());
+            ops.push(Op::Put(key, value));
+        }
         lm_apply(&lm, &ops);
         let info1 = lm.info();
         for _ in 0..2 {
@@ -890,7 +966,8 @@ fn ferrocore_writes_lmdb_reads() {
     );
     fc_verify("ferrocore reading LMDB's writes", &env, &model, &gone);
     fc_check("ferrocore reading LMDB's writes", &env);
-    let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 1000, 1000, 1000);
+    let mut ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 1000, 1000, 1000);
+    ops.extend(edge_ops(4096, 2, &mut rng, &mut model, &mut gone));
     fc_apply(&env, &ops);
     fc_check("ferrocore writing after LMDB", &env);
     fc_verify("ferrocore writing after LMDB", &env, &model, &gone);
@@ -971,7 +1048,7 @@ fn run_mdb_dump(ctx: &str, args: &[&str], path: &Path) -> (Vec<String>, Vec<Stri
         Some("DATA=END"),
         "{ctx}: mdb_dump {args:?} output must end with DATA=END"
     );
-    assert!(data.len() % 2 == 0, "{ctx}: odd number of data lines");
+    assert_eq!(data.len() % 2, 0, "{ctx}: odd number of data lines");
     (header, data)
 }
 
@@ -1002,14 +1079,26 @@ fn check_with_lmdb_utils(
     for (i, (pair, (k, v))) in data.chunks(2).zip(model).enumerate() {
         for (line, bytes, what) in [(&pair[0], k, "key"), (&pair[1], v, "value")] {
             let forms = print_lines(bytes);
-            assert!(
-                forms.contains(line),
-                "{ctx}: mdb_dump -p item {i}: {what} line {:?} does not print model {what} {} \
-                 (expected {:?})",
-                &line[..line.len().min(80)],
-                hex_prefix(bytes),
-                &forms[1][..forms[1].len().min(80)]
-            );
+            if !forms.contains(line) {
+                // Show both around the first difference.
+                let exp = &forms[0];
+                let at = line
+                    .bytes()
+                    .zip(exp.bytes())
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(line.len().min(exp.len()));
+                let win = |t: &str| t[at.saturating_sub(24)..(at + 24).min(t.len())].to_string();
+                panic!(
+                    "{ctx}: mdb_dump -p item {i}: {what} line does not print model {what} {}: \
+                     first difference at char {at} of {} (expected length {}): got {:?}, \
+                     expected {:?}",
+                    hex_prefix(bytes),
+                    line.len(),
+                    exp.len(),
+                    win(line),
+                    win(exp)
+                );
+            }
         }
     }
     // Default format (hex, unambiguous): decoded and compared exactly.
@@ -1089,13 +1178,17 @@ fn lmdb_utils_read_ferrocore_env() {
         if std::env::var_os("FERROCORE_REQUIRE_LMDB_UTILS").is_some() {
             panic!("FERROCORE_REQUIRE_LMDB_UTILS is set but mdb_dump/mdb_stat are not on PATH");
         }
-        println!(
-            "lmdb_utils_read_ferrocore_env: NOT RUN: mdb_dump/mdb_stat (lmdb-utils) not on PATH"
+        // Straight to the process's stderr, so that the test harness does not swallow it.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "lmdb_utils_read_ferrocore_env: CHECK NOT RUN: mdb_dump/mdb_stat (Debian \
+             lmdb-utils) are not on PATH; set FERROCORE_REQUIRE_LMDB_UTILS to make this fail"
         );
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut rng = Rng(0x7001_5);
+    let mut rng = Rng(0x7001);
     let mut model = Model::new();
     let mut gone = Gone::new();
     let shape = Shape {
@@ -1177,7 +1270,8 @@ fn page_size_8192_round_trip() {
             let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 800, 100, 100);
             fc_apply(&env, &ops);
         }
-        let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 0, 200, 600);
+        let mut ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 0, 200, 600);
+        ops.extend(edge_ops(8192, 0, &mut rng, &mut model, &mut gone));
         fc_apply(&env, &ops);
         let report = fc_check("ferrocore 8K", &env);
         fc_verify("ferrocore 8K", &env, &model, &gone);
@@ -1212,6 +1306,7 @@ fn page_size_8192_round_trip() {
             let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 300, 300, 300);
             lm_apply(&lm, &ops);
         }
+        lm_apply(&lm, &edge_ops(8192, 1, &mut rng, &mut model, &mut gone));
         lm_verify("LMDB after writing the 8K file", &lm, &model, &gone);
         lm.stat()
     };
@@ -1225,4 +1320,126 @@ fn page_size_8192_round_trip() {
     );
     fc_verify("ferrocore reading LMDB's 8K writes", &env, &model, &gone);
     fc_check("ferrocore reading LMDB's 8K writes", &env);
+}
+
+// ---------------------------------------------------------------------------------------
+// 5. Where values go: the same puts give the same overflow pages in both engines.
+// ---------------------------------------------------------------------------------------
+
+/// LMDB puts a value on overflow pages iff `8 + ksize + dsize > nodemax`, and a run takes
+/// `(15 + dsize) / psize + 1` pages. A reader of either engine follows the node flag
+/// whatever the rule, so only this comparison catches a writer that decides differently.
+#[test]
+fn same_puts_same_overflow_pages() {
+    for page_size in [4096usize, 8192] {
+        let mut rng = Rng(page_size as u64);
+        let mut model = Model::new();
+        let mut gone = Gone::new();
+        let ops = edge_ops(page_size, 0, &mut rng, &mut model, &mut gone);
+        let expected_overflow: u64 = model
+            .iter()
+            .filter(|(k, v)| 8 + k.len() + v.len() > (((page_size - 16) / 2) & !1) - 2)
+            .map(|(_, v)| ((15 + v.len()) / page_size + 1) as u64)
+            .sum();
+        let mut stats = Vec::new();
+        for writer in ["ferrocore", "LMDB"] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            // ferrocore creates the file (LMDB only creates OS-page-size files).
+            // SAFETY: only this test touches the directory.
+            let env = unsafe { EnvOptions::new().page_size(page_size).open(dir.path()) }
+                .expect("create env");
+            if writer == "ferrocore" {
+                fc_apply(&env, &ops);
+                drop(env);
+            } else {
+                drop(env);
+                lm_apply(&lmdb::Env::open(dir.path(), LMDB_MAP_SIZE), &ops);
+            }
+            let lm = lmdb::Env::open(dir.path(), LMDB_MAP_SIZE);
+            lm_verify(&format!("{writer} at {page_size}"), &lm, &model, &gone);
+            let st = lm.stat();
+            stats.push((st.ms_overflow_pages as u64, st.ms_entries as u64));
+        }
+        assert_eq!(
+            stats,
+            vec![(expected_overflow, model.len() as u64); 2],
+            "(overflow pages, entries) written by [ferrocore, LMDB] at page size {page_size}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 6. An emptied tree (root P_INVALID, depth 0) handed back and forth.
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn emptied_tree_round_trip() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path();
+    let mut rng = Rng(0xE);
+    let mut model = Model::new();
+    let mut gone = Gone::new();
+    let shape = Shape {
+        key: key_any,
+        value: value_mixed,
+    };
+    let empty = |ctx: &str, st: Stat| {
+        assert_eq!(
+            (
+                st.depth,
+                st.branch_pages,
+                st.leaf_pages,
+                st.overflow_pages,
+                st.entries
+            ),
+            (0, 0, 0, 0, 0),
+            "{ctx}: emptied main DB"
+        );
+    };
+    {
+        let env = fc_open(path);
+        fc_apply(
+            &env,
+            &gen_ops(&mut rng, &mut model, &mut gone, shape, 1500, 0, 0),
+        );
+        let n = model.len();
+        fc_apply(
+            &env,
+            &gen_ops(&mut rng, &mut model, &mut gone, shape, 0, 0, n),
+        );
+        assert!(model.is_empty());
+        empty("ferrocore", env.stat().unwrap());
+        let txn = env.begin_read().unwrap();
+        assert_eq!(txn.meta().main_db.root, u64::MAX, "root of an empty tree");
+        drop(txn);
+        fc_check("ferrocore emptied", &env);
+    }
+    {
+        let lm = lmdb::Env::open(path, LMDB_MAP_SIZE);
+        lm_verify("LMDB reading ferrocore's empty tree", &lm, &model, &gone);
+        assert_eq!(lm.stat().ms_depth, 0);
+        lm_apply(
+            &lm,
+            &gen_ops(&mut rng, &mut model, &mut gone, shape, 800, 0, 0),
+        );
+        let n = model.len();
+        lm_apply(
+            &lm,
+            &gen_ops(&mut rng, &mut model, &mut gone, shape, 0, 0, n),
+        );
+        assert!(model.is_empty());
+    }
+    {
+        let env = fc_open(path);
+        empty("LMDB", env.stat().unwrap());
+        fc_verify("ferrocore reading LMDB's empty tree", &env, &model, &gone);
+        fc_check("ferrocore reading LMDB's empty tree", &env);
+        fc_apply(
+            &env,
+            &gen_ops(&mut rng, &mut model, &mut gone, shape, 300, 0, 0),
+        );
+        fc_check("ferrocore refilling", &env);
+    }
+    let lm = lmdb::Env::open(path, LMDB_MAP_SIZE);
+    lm_verify("LMDB reading the refilled tree", &lm, &model, &gone);
 }
