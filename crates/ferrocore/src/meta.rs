@@ -286,6 +286,17 @@ mod tests {
         ));
     }
 
+    /// The example in docs/FORMAT.md §2.2: meta 0 of a fresh 4 KiB environment.
+    #[test]
+    fn matches_the_documented_example() {
+        let meta = Meta::new_empty(4096, 1 << 20, 0);
+        let mut buf = [0u8; META_WRITE_SIZE];
+        meta.encode(0, &mut buf);
+        assert_eq!(&buf[0x90..0xa0], &[0, 0, 0, 0, 0, 0, 0, 0, 0x46, 0x43, 0x43, 0x4b, 0xe2, 0x5d, 0x38, 0xfd]);
+        assert_eq!(&buf[0x20..0x30], &[0, 0, 0x10, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0x08, 0, 0, 0]);
+        assert_eq!(&buf[0x80..0x90], &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0, 0, 0, 0, 0]);
+    }
+
     #[test]
     fn bad_magic_and_version() {
         let meta = Meta::new_empty(4096, 1 << 20, 0);
