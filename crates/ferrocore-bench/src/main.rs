@@ -29,6 +29,9 @@ struct Args {
     /// Also run the synced-commit variant of W3.
     #[arg(long)]
     sync: bool,
+    /// Run one engine only (for profiling under callgrind): ferrocore or lmdb.
+    #[arg(long)]
+    only: Option<String>,
 }
 
 /// splitmix64, so both engines see the same keys.
@@ -237,6 +240,19 @@ fn compare(keys: &[[u8; 16]], reps: usize, sync: bool) {
 fn main() {
     let args = Args::parse();
     let keys = keys(args.entries, 42);
+    if let Some(engine) = args.only.as_deref() {
+        let d = tempfile::tempdir().unwrap();
+        let t = match engine {
+            "ferrocore" => Ferro::run(d.path(), &keys, args.sync),
+            "lmdb" => Lmdb::run(d.path(), &keys, args.sync),
+            other => panic!("unknown engine {other}"),
+        };
+        println!(
+            "{engine}: insert {:.3} s, get {:.3} s, scan {:.3} s",
+            t.insert, t.get, t.scan
+        );
+        return;
+    }
     println!(
         "N = {} entries (16-byte random keys, 100-byte values), median of {} interleaved runs",
         args.entries, args.reps
