@@ -136,7 +136,10 @@ impl Engine for Lmdb {
         unsafe {
             let mut env = ptr::null_mut();
             check(ffi::mdb_env_create(&mut env), "env_create");
-            check(ffi::mdb_env_set_mapsize(env, 64 << 30), "set_mapsize");
+            check(
+                ffi::mdb_env_set_mapsize(env, keys.len() * 1024 + (256 << 20)),
+                "set_mapsize",
+            );
             let path = CString::new(dir.to_str().unwrap()).unwrap();
             let flags = if sync { 0 } else { ffi::MDB_NOSYNC };
             check(

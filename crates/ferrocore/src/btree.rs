@@ -15,8 +15,8 @@ use std::cmp::Ordering;
 use crate::error::{Error, Result};
 use crate::meta::DbRecord;
 use crate::page::{
-    edit, even, node_flags, node_max, overflow_pages, page_flags, read_u32, read_u64, Node,
-    NodeValue, PageView, NODE_HEADER_SIZE, PAGE_HEADER_SIZE, P_INVALID,
+    edit, even, node_flags, node_max, overflow_pages, page_flags, read_u16, read_u32, read_u64,
+    Node, NodeValue, PageView, NODE_HEADER_SIZE, PAGE_HEADER_SIZE, P_INVALID,
 };
 use crate::store::{PageSource, PageStore};
 
@@ -234,117 +234,112 @@ pub struct PutMode {
     pub append: bool,
 }
 
-/// A node copied out of a page, for rebuilding pages during splits and merges.
-#[derive(Clone, Debug)]
-struct Entry {
-    key: Vec<u8>,
-    flags: u16,
-    /// Branch: child pgno. Leaf: data size.
-    lo_hi: u64,
-    /// Leaf: the stored bytes (inline value or 8-byte overflow pgno).
-    data: Vec<u8>,
+/// Nodes copied out of pages in their stored form (header, key, data), packed in one
+/// buffer: what splits and merges rebuild pages from, without an allocation per node.
+#[derive(Default)]
+struct Nodes {
+    bytes: Vec<u8>,
+    /// (start, length) of each node in `bytes`, in slot order.
+    spans: Vec<(usize, usize)>,
 }
 
-impl Entry {
-    fn from_node(node: &Node<'_>) -> Entry {
-        Entry {
-            key: node.key.to_vec(),
-            flags: node.flags,
-            lo_hi: node.lo_hi,
-            data: node.data.to_vec(),
+impl Nodes {
+    fn from_page(page: &PageView<'_>) -> Result<Nodes> {
+        let mut nodes = Nodes {
+            bytes: Vec::with_capacity(page.bytes().len()),
+            spans: Vec::with_capacity(page.num_keys() + 1),
+        };
+        for i in 0..page.num_keys() {
+            nodes.push_raw(page.node_raw(i)?);
         }
+        Ok(nodes)
     }
 
-    fn from_value(key: &[u8], value: NodeValue<'_>) -> Entry {
+    fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    fn raw(&self, i: usize) -> &[u8] {
+        let (start, len) = self.spans[i];
+        &self.bytes[start..start + len]
+    }
+
+    fn key(&self, i: usize) -> &[u8] {
+        let raw = self.raw(i);
+        let ksize = read_u16(raw, 6) as usize;
+        &raw[NODE_HEADER_SIZE..NODE_HEADER_SIZE + ksize]
+    }
+
+    /// Bytes node `i` takes in a page, slot included.
+    fn size(&self, i: usize) -> usize {
+        2 + even(self.spans[i].1)
+    }
+
+    fn push_raw(&mut self, raw: &[u8]) {
+        self.spans.push((self.bytes.len(), raw.len()));
+        self.bytes.extend_from_slice(raw);
+    }
+
+    /// Appends a node built from a key and value, encoded as `insert_node` writes it.
+    fn push_value(&mut self, key: &[u8], value: NodeValue<'_>) {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(&value.header(key.len()));
+        self.bytes.extend_from_slice(key);
         match value {
-            NodeValue::Child(c) => Entry {
-                key: key.to_vec(),
-                flags: 0,
-                lo_hi: c,
-                data: Vec::new(),
-            },
-            NodeValue::Inline { flags, data } => Entry {
-                key: key.to_vec(),
-                flags,
-                lo_hi: data.len() as u64,
-                data: data.to_vec(),
-            },
-            NodeValue::Overflow { pgno, size } => Entry {
-                key: key.to_vec(),
-                flags: node_flags::BIGDATA,
-                lo_hi: size as u64,
-                data: pgno.to_le_bytes().to_vec(),
-            },
+            NodeValue::Child(_) => {}
+            NodeValue::Inline { data, .. } => self.bytes.extend_from_slice(data),
+            NodeValue::Overflow { pgno, .. } => self.bytes.extend_from_slice(&pgno.to_le_bytes()),
         }
+        self.spans.push((start, self.bytes.len() - start));
     }
 
-    fn value(&self, branch: bool) -> NodeValue<'_> {
-        if branch {
-            NodeValue::Child(self.lo_hi)
-        } else if self.flags & node_flags::BIGDATA != 0 {
-            NodeValue::Overflow {
-                pgno: read_u64(&self.data, 0),
-                size: self.lo_hi as usize,
-            }
-        } else {
-            NodeValue::Inline {
-                flags: self.flags,
-                data: &self.data,
-            }
-        }
+    /// Moves the last node to position `idx`.
+    fn move_last_to(&mut self, idx: usize) {
+        let span = self.spans.pop().expect("a node to move");
+        self.spans.insert(idx, span);
     }
 
-    /// Bytes the entry takes in a page, slot included.
-    fn size(&self, branch: bool) -> usize {
-        2 + if branch {
-            even(NODE_HEADER_SIZE + self.key.len())
-        } else {
-            even(NODE_HEADER_SIZE + self.key.len() + self.data.len())
+    /// Replaces node `i`'s key (branch nodes only: the data field is empty).
+    fn set_branch_key(&mut self, i: usize, key: &[u8]) {
+        let mut raw = self.raw(i)[..NODE_HEADER_SIZE].to_vec();
+        crate::page::write_u16(&mut raw, 6, key.len() as u16);
+        raw.extend_from_slice(key);
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(&raw);
+        self.spans[i] = (start, raw.len());
+    }
+
+    /// Writes nodes `range` into `page` as a fresh page.
+    fn write_page(&self, page: &mut [u8], pgno: u64, flags: u16, range: std::ops::Range<usize>) {
+        edit::init(page, pgno, flags);
+        for i in range {
+            let ok = edit::append_raw(page, self.raw(i));
+            assert!(ok, "rebuilt page {pgno} overflowed");
         }
     }
 }
 
-fn read_entries(page: &PageView<'_>) -> Result<Vec<Entry>> {
-    (0..page.num_keys())
-        .map(|i| page.node(i).map(|n| Entry::from_node(&n)))
-        .collect()
-}
-
-fn write_page(buf: &mut [u8], pgno: u64, flags: u16, entries: &[Entry]) {
-    let branch = flags & page_flags::BRANCH != 0;
-    edit::init(buf, pgno, flags);
-    for (i, e) in entries.iter().enumerate() {
-        let ok = edit::insert_node(buf, i, &e.key, e.value(branch));
-        assert!(ok, "rebuilt page {pgno} overflowed");
-    }
-}
-
-/// Chooses where to split `entries` into two pages of `capacity` bytes each.
-fn choose_split(entries: &[Entry], branch: bool, capacity: usize, append: bool) -> Result<usize> {
-    let n = entries.len();
+/// Chooses where to split `nodes` into two pages of `capacity` bytes each.
+fn choose_split(nodes: &Nodes, branch: bool, capacity: usize, append: bool) -> Result<usize> {
+    let n = nodes.len();
     debug_assert!(n >= 2);
-    let sizes: Vec<usize> = entries.iter().map(|e| e.size(branch)).collect();
-    let total: usize = sizes.iter().sum();
-    // The right page's first branch node loses its key (it moves up as the separator).
-    let right_size = |sp: usize, prefix: usize| {
-        let mut r = total - prefix;
-        if branch {
-            r = r - sizes[sp] + 2 + even(NODE_HEADER_SIZE);
-        }
-        r
-    };
+    let total: usize = (0..n).map(|i| nodes.size(i)).sum();
     let mut prefix = 0;
     let mut best: Option<(usize, usize)> = None;
     for sp in 1..n {
-        prefix += sizes[sp - 1];
-        let (l, r) = (prefix, right_size(sp, prefix));
-        if l > capacity || r > capacity {
+        prefix += nodes.size(sp - 1);
+        let mut right = total - prefix;
+        if branch {
+            // The right page's first node loses its key (it moves up as the separator).
+            right = right - nodes.size(sp) + 2 + even(NODE_HEADER_SIZE);
+        }
+        if prefix > capacity || right > capacity {
             continue;
         }
         if append && sp == n - 1 && !branch {
             return Ok(sp);
         }
-        let worst = l.max(r);
+        let worst = prefix.max(right);
         if best.is_none_or(|(_, w)| worst < w) {
             best = Some((sp, worst));
         }
@@ -485,7 +480,7 @@ impl<S: PageStore> TreeMut<'_, S> {
             return Ok(Some(path));
         }
         let level = path.leaf_level();
-        self.split_insert(&path, level, idx, Entry::from_value(key, v), mode.append)?;
+        self.split_insert(&path, level, idx, key, v, mode.append)?;
         Ok(None)
     }
 
@@ -541,34 +536,37 @@ impl<S: PageStore> TreeMut<'_, S> {
         Ok(true)
     }
 
-    /// Inserts `entry` at slot `idx` of the (dirty, full) page at `level` of `path` by
-    /// splitting it, and carries the new separator up, splitting parents as needed.
+    /// Inserts `key`/`value` at slot `idx` of the (dirty, full) page at `level` of `path`
+    /// by splitting it, and carries the new separator up, splitting parents as needed.
     fn split_insert(
         &mut self,
         path: &Path,
         mut level: usize,
         mut idx: usize,
-        mut entry: Entry,
+        key: &[u8],
+        value: NodeValue<'_>,
         append: bool,
     ) -> Result<()> {
         let capacity = self.page_size() - PAGE_HEADER_SIZE;
+        let mut pending = Nodes::default();
+        pending.push_value(key, value);
         loop {
             let pgno = path.pgno[level];
-            let (mut entries, flags, n) = {
+            let (mut nodes, flags, n) = {
                 let page = view(&*self.store, pgno)?;
-                (read_entries(&page)?, page.flags(), page.num_keys())
+                (Nodes::from_page(&page)?, page.flags(), page.num_keys())
             };
             let branch = flags & page_flags::BRANCH != 0;
-            entries.insert(idx, entry);
-            let sp = choose_split(&entries, branch, capacity, append && idx == n)?;
-            let mut right_entries = entries.split_off(sp);
-            let separator = right_entries[0].key.clone();
+            nodes.push_raw(pending.raw(0));
+            nodes.move_last_to(idx);
+            let sp = choose_split(&nodes, branch, capacity, append && idx == n)?;
+            let separator = nodes.key(sp).to_vec();
             if branch {
-                right_entries[0].key.clear();
+                nodes.set_branch_key(sp, &[]);
             }
             let right = self.store.alloc(1)?;
-            write_page(self.store.dirty_mut(pgno), pgno, flags, &entries);
-            write_page(self.store.dirty_mut(right), right, flags, &right_entries);
+            nodes.write_page(self.store.dirty_mut(pgno), pgno, flags, 0..sp);
+            nodes.write_page(self.store.dirty_mut(right), right, flags, sp..nodes.len());
             if branch {
                 self.db.branch_pages += 1;
             } else {
@@ -601,12 +599,8 @@ impl<S: PageStore> TreeMut<'_, S> {
             }
             level -= 1;
             idx = pidx;
-            entry = Entry {
-                key: separator,
-                flags: 0,
-                lo_hi: right,
-                data: Vec::new(),
-            };
+            pending = Nodes::default();
+            pending.push_value(&separator, NodeValue::Child(right));
         }
     }
 
@@ -719,21 +713,25 @@ impl<S: PageStore> TreeMut<'_, S> {
     /// Merges page `right` (child `ridx` of `parent`) into its left neighbour `left`.
     /// Returns false, changing nothing, if the two do not fit one page.
     fn merge(&mut self, parent: u64, left: u64, right: u64, ridx: usize) -> Result<bool> {
-        let (mut entries, flags) = {
+        let (mut nodes, flags) = {
             let l = view(&*self.store, left)?;
-            (read_entries(&l)?, l.flags())
+            (Nodes::from_page(&l)?, l.flags())
         };
         let branch = flags & page_flags::BRANCH != 0;
-        let mut right_entries = read_entries(&view(&*self.store, right)?)?;
-        if branch {
-            right_entries[0].key = view(&*self.store, parent)?.key(ridx)?.to_vec();
+        let first_right = nodes.len();
+        let r = view(&*self.store, right)?;
+        for i in 0..r.num_keys() {
+            nodes.push_raw(r.node_raw(i)?);
         }
-        entries.append(&mut right_entries);
-        let size: usize = entries.iter().map(|e| e.size(branch)).sum();
+        if branch {
+            let separator = view(&*self.store, parent)?.key(ridx)?.to_vec();
+            nodes.set_branch_key(first_right, &separator);
+        }
+        let size: usize = (0..nodes.len()).map(|i| nodes.size(i)).sum();
         if size > self.page_size() - PAGE_HEADER_SIZE {
             return Ok(false);
         }
-        write_page(self.store.dirty_mut(left), left, flags, &entries);
+        nodes.write_page(self.store.dirty_mut(left), left, flags, 0..nodes.len());
         self.store.free(right, 1);
         if branch {
             self.db.branch_pages -= 1;
@@ -756,11 +754,13 @@ impl<S: PageStore> TreeMut<'_, S> {
         let parent = path.pgno[level - 1];
         let pidx = path.idx[level - 1] as usize;
         let branch = view(&*self.store, pgno)?.is_branch();
+        let mut moved = Nodes::default();
         if sib_right {
             let ridx = pidx + 1;
-            let mut moved = Entry::from_node(&view(&*self.store, sib)?.node(0)?);
+            moved.push_raw(view(&*self.store, sib)?.node_raw(0)?);
             if branch {
-                moved.key = view(&*self.store, parent)?.key(ridx)?.to_vec();
+                let separator = view(&*self.store, parent)?.key(ridx)?.to_vec();
+                moved.set_branch_key(0, &separator);
             }
             edit::delete_node(self.store.dirty_mut(sib), 0);
             let new_sep = view(&*self.store, sib)?.key(0)?.to_vec();
@@ -771,37 +771,26 @@ impl<S: PageStore> TreeMut<'_, S> {
                 let ok = edit::insert_node(buf, 0, &[], NodeValue::Child(c));
                 assert!(ok, "a shorter node fits where a longer one was");
             }
-            let n = view(&*self.store, pgno)?.num_keys();
-            let ok = edit::insert_node(
-                self.store.dirty_mut(pgno),
-                n,
-                &moved.key,
-                moved.value(branch),
-            );
+            let ok = edit::append_raw(self.store.dirty_mut(pgno), moved.raw(0));
             assert!(ok, "an underfull page takes one more node");
             self.replace_separator(path, level - 1, ridx, &new_sep)
         } else {
             let last = view(&*self.store, sib)?.num_keys() - 1;
-            let moved = Entry::from_node(&view(&*self.store, sib)?.node(last)?);
+            moved.push_raw(view(&*self.store, sib)?.node_raw(last)?);
+            let moved_key = moved.key(0).to_vec();
             edit::delete_node(self.store.dirty_mut(sib), last);
+            let page = view(&*self.store, pgno)?;
+            let mut nodes = Nodes::from_page(&page)?;
+            let flags = page.flags();
             if branch {
-                let sep = view(&*self.store, parent)?.key(pidx)?.to_vec();
-                let c0 = view(&*self.store, pgno)?.child(0)?;
-                let buf = self.store.dirty_mut(pgno);
-                edit::delete_node(buf, 0);
-                let ok = edit::insert_node(buf, 0, &sep, NodeValue::Child(c0))
-                    && edit::insert_node(buf, 0, &[], NodeValue::Child(moved.lo_hi));
-                assert!(ok, "an underfull branch takes two more nodes");
-            } else {
-                let ok = edit::insert_node(
-                    self.store.dirty_mut(pgno),
-                    0,
-                    &moved.key,
-                    moved.value(false),
-                );
-                assert!(ok, "an underfull page takes one more node");
+                let separator = view(&*self.store, parent)?.key(pidx)?.to_vec();
+                nodes.set_branch_key(0, &separator);
+                moved.set_branch_key(0, &[]);
             }
-            self.replace_separator(path, level - 1, pidx, &moved.key)
+            nodes.push_raw(moved.raw(0));
+            nodes.move_last_to(0);
+            nodes.write_page(self.store.dirty_mut(pgno), pgno, flags, 0..nodes.len());
+            self.replace_separator(path, level - 1, pidx, &moved_key)
         }
     }
 
@@ -821,12 +810,6 @@ impl<S: PageStore> TreeMut<'_, S> {
         if edit::insert_node(buf, idx, key, NodeValue::Child(child)) {
             return Ok(());
         }
-        let entry = Entry {
-            key: key.to_vec(),
-            flags: 0,
-            lo_hi: child,
-            data: Vec::new(),
-        };
-        self.split_insert(path, level, idx, entry, false)
+        self.split_insert(path, level, idx, key, NodeValue::Child(child), false)
     }
 }

@@ -57,7 +57,11 @@ impl Map {
                 });
             }
             let err = io::Error::last_os_error();
-            if want <= min_len || err.raw_os_error() != Some(libc::ENOMEM) {
+            // ENOMEM (address space limits) or EINVAL (e.g. under valgrind, which caps
+            // mappings): try a smaller reservation.
+            if want <= min_len
+                || !matches!(err.raw_os_error(), Some(libc::ENOMEM) | Some(libc::EINVAL))
+            {
                 return Err(err);
             }
             want = (want / 8).max(min_len);

@@ -120,6 +120,14 @@ pub struct PageView<'a> {
     bytes: &'a [u8],
     flags: u16,
     num_keys: usize,
+    upper: usize,
+}
+
+/// Builds a corruption error off the hot path.
+#[cold]
+#[inline(never)]
+fn corrupt(pgno: u64, what: &'static str) -> Error {
+    Error::corrupted(pgno, what)
 }
 
 /// A node read from a page: its key and what its data field holds.
@@ -187,13 +195,14 @@ impl<'a> PageView<'a> {
         let lower = read_u16(bytes, 12) as usize;
         let upper = read_u16(bytes, 14) as usize;
         if lower < PAGE_HEADER_SIZE || lower % 2 != 0 || lower > upper || upper > bytes.len() {
-            return Err(Error::corrupted(pgno, "bad lower/upper bounds"));
+            return Err(corrupt(pgno, "bad lower/upper bounds"));
         }
         Ok(PageView {
             pgno,
             bytes,
             flags,
             num_keys: (lower - PAGE_HEADER_SIZE) / 2,
+            upper,
         })
     }
 
@@ -245,24 +254,24 @@ impl<'a> PageView<'a> {
         1000 * (usable - self.free_space()) / usable
     }
 
+    /// Offset of node `i`, checked to lie in the node area with room for its header.
+    #[inline(always)]
+    fn node_offset(&self, i: usize) -> Result<usize> {
+        if i >= self.num_keys {
+            return Err(corrupt(self.pgno, "node index past the slot array"));
+        }
+        let off = read_u16(self.bytes, PAGE_HEADER_SIZE + 2 * i) as usize;
+        if off < self.upper || off + NODE_HEADER_SIZE > self.bytes.len() {
+            return Err(corrupt(self.pgno, "node offset outside the node area"));
+        }
+        Ok(off)
+    }
+
     /// Node `i`, with every offset checked against the page.
     #[inline]
     pub fn node(&self, i: usize) -> Result<Node<'a>> {
         let b = self.bytes;
-        if i >= self.num_keys {
-            return Err(Error::corrupted(
-                self.pgno,
-                "node index past the slot array",
-            ));
-        }
-        let off = read_u16(b, PAGE_HEADER_SIZE + 2 * i) as usize;
-        let upper = read_u16(b, 14) as usize;
-        if off < upper || off + NODE_HEADER_SIZE > b.len() {
-            return Err(Error::corrupted(
-                self.pgno,
-                "node offset outside the node area",
-            ));
-        }
+        let off = self.node_offset(i)?;
         let lo = read_u16(b, off) as u64;
         let hi = read_u16(b, off + 2) as u64;
         let fl = read_u16(b, off + 4);
@@ -270,7 +279,7 @@ impl<'a> PageView<'a> {
         let key_start = off + NODE_HEADER_SIZE;
         let key_end = key_start + ksize;
         if key_end > b.len() {
-            return Err(Error::corrupted(self.pgno, "node key runs past the page"));
+            return Err(corrupt(self.pgno, "node key runs past the page"));
         }
         let key = &b[key_start..key_end];
         if self.is_branch() {
@@ -288,7 +297,7 @@ impl<'a> PageView<'a> {
             dsize
         };
         if key_end + stored > b.len() {
-            return Err(Error::corrupted(self.pgno, "node data runs past the page"));
+            return Err(corrupt(self.pgno, "node data runs past the page"));
         }
         Ok(Node {
             flags: fl,
@@ -298,36 +307,67 @@ impl<'a> PageView<'a> {
         })
     }
 
-    /// Checks every node of the page, and that their footprints tile the node area the
-    /// way the engine's in-place edits assume. Run before a page is copied for writing.
-    pub fn validate_all(&self) -> Result<()> {
-        let mut total = 0;
-        for i in 0..self.num_keys {
-            let node = self.node(i)?;
-            let stored = if self.is_branch() { 0 } else { node.data.len() };
-            total += even(NODE_HEADER_SIZE + node.key.len() + stored);
-        }
-        let upper = read_u16(self.bytes, 14) as usize;
-        if total > self.bytes.len() - upper {
-            return Err(Error::corrupted(
-                self.pgno,
-                "nodes overlap or exceed the node area",
-            ));
-        }
-        Ok(())
-    }
-
-    /// Key of node `i` (empty for node 0 of a branch).
-    #[inline]
+    /// Key of node `i` (empty for node 0 of a branch); checks only what the key needs.
+    #[inline(always)]
     pub fn key(&self, i: usize) -> Result<&'a [u8]> {
-        Ok(self.node(i)?.key)
+        let off = self.node_offset(i)?;
+        let ksize = read_u16(self.bytes, off + 6) as usize;
+        match self
+            .bytes
+            .get(off + NODE_HEADER_SIZE..off + NODE_HEADER_SIZE + ksize)
+        {
+            Some(k) => Ok(k),
+            None => Err(corrupt(self.pgno, "node key runs past the page")),
+        }
     }
 
     /// Child page of branch node `i`.
     #[inline]
     pub fn child(&self, i: usize) -> Result<u64> {
         debug_assert!(self.is_branch());
-        Ok(self.node(i)?.child())
+        let off = self.node_offset(i)?;
+        let b = self.bytes;
+        Ok(read_u16(b, off) as u64
+            | (read_u16(b, off + 2) as u64) << 16
+            | (read_u16(b, off + 4) as u64) << 32)
+    }
+
+    /// The bytes of node `i` as stored (header, key, data; not padded), bounds-checked.
+    pub fn node_raw(&self, i: usize) -> Result<&'a [u8]> {
+        let node = self.node(i)?;
+        let off = self.node_offset(i)?;
+        Ok(&self.bytes[off..off + NODE_HEADER_SIZE + node.key.len() + node.data.len()])
+    }
+
+    /// Checks every node of the page, and that their footprints fit the node area the
+    /// way the engine's in-place edits assume. Run before a page is copied for writing.
+    pub fn validate_all(&self) -> Result<()> {
+        let b = self.bytes;
+        let branch = self.is_branch();
+        let mut total = 0;
+        for i in 0..self.num_keys {
+            let off = read_u16(b, PAGE_HEADER_SIZE + 2 * i) as usize;
+            if off < self.upper || off + NODE_HEADER_SIZE > b.len() {
+                return Err(corrupt(self.pgno, "node offset outside the node area"));
+            }
+            let ksize = read_u16(b, off + 6) as usize;
+            let stored = if branch {
+                0
+            } else if read_u16(b, off + 4) & node_flags::BIGDATA != 0 {
+                8
+            } else {
+                read_u16(b, off) as usize | (read_u16(b, off + 2) as usize) << 16
+            };
+            let len = NODE_HEADER_SIZE + ksize + stored;
+            if off + len > b.len() {
+                return Err(corrupt(self.pgno, "node runs past the page"));
+            }
+            total += even(len);
+        }
+        if total > b.len() - self.upper {
+            return Err(corrupt(self.pgno, "nodes overlap or exceed the node area"));
+        }
+        Ok(())
     }
 }
 
@@ -347,6 +387,22 @@ impl NodeValue<'_> {
     #[inline]
     pub fn footprint(&self, key_len: usize) -> usize {
         even(NODE_HEADER_SIZE + key_len + self.stored_len())
+    }
+
+    /// The node header (`lo`, `hi`, `flags`, `ksize`) for a node with this value.
+    #[inline]
+    pub fn header(&self, key_len: usize) -> [u8; NODE_HEADER_SIZE] {
+        let (lo_hi, flags) = match *self {
+            NodeValue::Child(pgno) => (pgno, (pgno >> 32) as u16),
+            NodeValue::Inline { flags, data } => (data.len() as u64, flags),
+            NodeValue::Overflow { size, .. } => (size as u64, node_flags::BIGDATA),
+        };
+        let mut h = [0u8; NODE_HEADER_SIZE];
+        write_u16(&mut h, 0, lo_hi as u16);
+        write_u16(&mut h, 2, (lo_hi >> 16) as u16);
+        write_u16(&mut h, 4, flags);
+        write_u16(&mut h, 6, key_len as u16);
+        h
     }
 
     #[inline]
@@ -405,20 +461,15 @@ pub mod edit {
         write_u16(page, slot, upper as u16);
         write_u16(page, 12, (lower + 2) as u16);
         write_u16(page, 14, upper as u16);
-        let (lo_hi, flags, stored) = match value {
-            NodeValue::Child(pgno) => (pgno, (pgno >> 32) as u16, &[][..]),
-            NodeValue::Inline { flags, data } => (data.len() as u64, flags, data),
-            NodeValue::Overflow { size, .. } => (size as u64, node_flags::BIGDATA, &[][..]),
-        };
-        write_u16(page, upper, lo_hi as u16);
-        write_u16(page, upper + 2, (lo_hi >> 16) as u16);
-        write_u16(page, upper + 4, flags);
-        write_u16(page, upper + 6, key.len() as u16);
+        page[upper..upper + NODE_HEADER_SIZE].copy_from_slice(&value.header(key.len()));
         let key_end = upper + NODE_HEADER_SIZE + key.len();
         page[upper + NODE_HEADER_SIZE..key_end].copy_from_slice(key);
         match value {
             NodeValue::Overflow { pgno, .. } => write_u64(page, key_end, pgno),
-            _ => page[key_end..key_end + stored.len()].copy_from_slice(stored),
+            NodeValue::Inline { data, .. } => {
+                page[key_end..key_end + data.len()].copy_from_slice(data)
+            }
+            NodeValue::Child(_) => {}
         }
         true
     }
@@ -436,6 +487,22 @@ pub mod edit {
             read_u16(page, off) as usize | (read_u16(page, off + 2) as usize) << 16
         };
         (off, even(NODE_HEADER_SIZE + ksize + stored))
+    }
+
+    /// Appends a node given as its stored bytes (header, key, data) after the last slot.
+    /// Returns false if it does not fit.
+    pub fn append_raw(page: &mut [u8], raw: &[u8]) -> bool {
+        let size = even(raw.len());
+        if size + 2 > free_space(page) {
+            return false;
+        }
+        let lower = read_u16(page, 12) as usize;
+        let upper = read_u16(page, 14) as usize - size;
+        page[upper..upper + raw.len()].copy_from_slice(raw);
+        write_u16(page, lower, upper as u16);
+        write_u16(page, 12, (lower + 2) as u16);
+        write_u16(page, 14, upper as u16);
+        true
     }
 
     /// Removes the node at slot `idx`, compacting the node area.
