@@ -26,6 +26,8 @@ pub struct Position {
     pub path: Path,
     /// What `path` means.
     pub state: State,
+    /// Number of nodes on the current leaf, so `next` within a leaf reads no page.
+    leaf_keys: usize,
 }
 
 impl Default for Position {
@@ -33,6 +35,7 @@ impl Default for Position {
         Position {
             path: Path::default(),
             state: State::Unset,
+            leaf_keys: 0,
         }
     }
 }
@@ -45,7 +48,7 @@ fn descend_edge<S: PageSource + ?Sized>(
     mut level: usize,
     mut pgno: u64,
     last: bool,
-) -> Result<()> {
+) -> Result<usize> {
     let depth = db.depth as usize;
     if depth == 0 || depth > MAX_DEPTH {
         return Err(Error::corrupted(db.root, "tree depth out of range"));
@@ -63,7 +66,7 @@ fn descend_edge<S: PageSource + ?Sized>(
         if page.is_leaf() {
             path.idx[level] = if last { n.saturating_sub(1) as u16 } else { 0 };
             path.depth = depth;
-            return Ok(());
+            return Ok(n);
         }
         if n == 0 {
             return Err(Error::corrupted(pgno, "empty branch page"));
@@ -76,6 +79,14 @@ fn descend_edge<S: PageSource + ?Sized>(
 }
 
 impl Position {
+    /// Stands on the item at `path` (a path a tree operation just produced).
+    pub fn place<S: PageSource + ?Sized>(&mut self, src: &S, path: Path) -> Result<()> {
+        self.path = path;
+        self.leaf_keys = view(src, self.path.leaf())?.num_keys();
+        self.state = State::Valid;
+        Ok(())
+    }
+
     /// Moves to the first item. Returns false if the tree is empty.
     pub fn first<S: PageSource + ?Sized>(&mut self, src: &S, db: &DbRecord) -> Result<bool> {
         self.edge(src, db, false)
@@ -91,8 +102,8 @@ impl Position {
         if db.root == P_INVALID {
             return Ok(false);
         }
-        descend_edge(src, db, &mut self.path, 0, db.root, last)?;
-        if view(src, self.path.leaf())?.num_keys() == 0 {
+        self.leaf_keys = descend_edge(src, db, &mut self.path, 0, db.root, last)?;
+        if self.leaf_keys == 0 {
             return Ok(false);
         }
         self.state = State::Valid;
@@ -114,6 +125,7 @@ impl Position {
         }
         let (idx, exact) = btree::search(src, db, cmp, key, &mut self.path)?;
         let n = view(src, self.path.leaf())?.num_keys();
+        self.leaf_keys = n;
         if idx < n {
             self.state = State::Valid;
             return Ok(Some(exact));
@@ -164,9 +176,9 @@ impl Position {
             State::Valid => self.step(src, db, false),
         }
     }
-
-    fn leaf_has_item<S: PageSource + ?Sized>(&self, src: &S) -> Result<bool> {
-        Ok(self.path.leaf_idx() < view(src, self.path.leaf())?.num_keys())
+    fn leaf_has_item<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
+        self.leaf_keys = view(src, self.path.leaf())?.num_keys();
+        Ok(self.path.leaf_idx() < self.leaf_keys)
     }
 
     /// One step forward or back from a valid position.
@@ -179,8 +191,7 @@ impl Position {
         let leaf_level = self.path.leaf_level();
         let idx = self.path.idx[leaf_level] as usize;
         if forward {
-            let n = view(src, self.path.leaf())?.num_keys();
-            if idx + 1 < n {
+            if idx + 1 < self.leaf_keys {
                 self.path.idx[leaf_level] += 1;
                 return Ok(true);
             }
@@ -202,8 +213,8 @@ impl Position {
             if let Some(j) = next {
                 self.path.idx[level] = j as u16;
                 let child = page.child(j)?;
-                descend_edge(src, db, &mut self.path, level + 1, child, !forward)?;
-                if view(src, self.path.leaf())?.num_keys() == 0 {
+                self.leaf_keys = descend_edge(src, db, &mut self.path, level + 1, child, !forward)?;
+                if self.leaf_keys == 0 {
                     return Err(Error::corrupted(self.path.leaf(), "empty leaf page"));
                 }
                 return Ok(true);

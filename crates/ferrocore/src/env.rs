@@ -192,6 +192,8 @@ pub(crate) struct EnvInner {
     /// Map size to record in the meta (the limit when `map_size_explicit`).
     pub map_size: AtomicU64,
     pub map_size_explicit: AtomicBool,
+    /// Length of the data file as last seen by this process's writer.
+    pub file_len: AtomicU64,
     /// Held by the open write txn (in this process).
     pub writer: Mutex<()>,
     /// Page buffers kept between write txns.
@@ -392,6 +394,7 @@ impl Env {
                 flags: AtomicU32::new(opts.flags),
                 max_key_size,
                 map_size: AtomicU64::new(map_size),
+                file_len: AtomicU64::new(0),
                 map_size_explicit: AtomicBool::new(explicit),
                 writer: Mutex::new(()),
                 spare_pages: Mutex::new(Vec::new()),

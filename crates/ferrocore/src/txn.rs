@@ -544,10 +544,21 @@ impl<'env> WriteTxn<'env> {
                 i = j;
             }
         }
+        // The file must cover every page the meta counts, even pages allocated and freed
+        // again within this txn (they were never written): open rejects a meta whose last
+        // page lies past the end of the file.
+        let next_pgno = self.pages.next_pgno;
+        let needed = next_pgno * ps as u64;
+        if env.file_len.load(Ordering::Acquire) < needed {
+            let actual = env.data.metadata()?.len();
+            if actual < needed {
+                env.data.set_len(needed)?;
+            }
+            env.file_len.store(needed.max(actual), Ordering::Release);
+        }
         if flags & env_flags::NO_SYNC == 0 {
             io::sync_data(&env.data)?;
         }
-        let next_pgno = self.pages.next_pgno;
         let meta = Meta {
             address: self.base.address,
             map_size: env.map_size_for(next_pgno),
@@ -680,10 +691,7 @@ impl WriteCursor<'_, '_> {
     pub fn put(&mut self, key: &[u8], value: &[u8], flags: u32) -> Result<()> {
         let path = self.txn.put_inner(self.db, key, value, flags)?;
         match path {
-            Some(path) => {
-                self.pos.path = path;
-                self.pos.state = State::Valid;
-            }
+            Some(path) => self.pos.place(&self.txn.pages, path)?,
             None => {
                 let rec = self.rec();
                 let found = self

@@ -548,3 +548,29 @@ fn read_only_environment() {
 fn libc_eacces() -> i32 {
     13
 }
+
+/// Regression: a txn whose highest allocated pages were freed again before commit (here by
+/// merges after deletes) never writes them; the file must still cover them, or reopen
+/// rejects the newest meta and silently falls back to the older one.
+#[test]
+fn pages_freed_within_a_txn_still_count_in_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let env = open(dir.path());
+        let mut txn = env.begin_write().unwrap();
+        for i in 0..5u8 {
+            txn.put(MAIN, &[b'k', i], &vec![i; 1500], 0).unwrap();
+        }
+        for i in 1..4u8 {
+            assert!(txn.delete(MAIN, &[b'k', i]).unwrap());
+        }
+        txn.commit().unwrap();
+        let info = env.info().unwrap();
+        assert!(file_len(dir.path()) >= (info.last_pgno + 1) * 4096);
+    }
+    let env = open(dir.path());
+    let txn = env.begin_read().unwrap();
+    assert_eq!(txn.id(), 1);
+    assert_eq!(txn.stat().entries, 2);
+    txn.check().unwrap();
+}

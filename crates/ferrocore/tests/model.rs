@@ -356,7 +356,7 @@ fn run(ops: &[Op]) -> (ferrocore::Stat, ferrocore::check::CheckReport) {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 24,
+        cases: 64,
         max_shrink_iters: 2000,
         failure_persistence: Some(Box::new(proptest::test_runner::FileFailurePersistence::Direct("tests/model.proptest-regressions"))),
         ..ProptestConfig::default()
