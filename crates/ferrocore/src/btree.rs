@@ -27,19 +27,78 @@ pub const MAX_DEPTH: usize = 32;
 /// Below this fill (per-mille) a page touched by a delete is rebalanced (LMDB's value).
 pub const FILL_THRESHOLD: usize = 250;
 
-/// A key comparator, chosen once per database.
-pub type KeyCmp = fn(&[u8], &[u8]) -> Ordering;
+/// The key order of a database, chosen once when the database is opened (seed 003: the
+/// comparison is the hottest function). The built-in orders are variants rather than
+/// function pointers, so search loops are compiled once per order with the comparison
+/// inlined; only application comparators are called through a pointer.
+#[derive(Clone, Copy, Debug)]
+pub enum KeyCmp {
+    /// Bytes compared lexicographically (memcmp, shorter prefix first): LMDB's default.
+    Lexicographic,
+    /// Bytes compared from the last one backwards (MDB_REVERSEKEY).
+    Reverse,
+    /// Native unsigned integers, 4 or 8 bytes (MDB_INTEGERKEY; the free DB's txn ids).
+    Integer,
+    /// An application-supplied comparator.
+    Custom(fn(&[u8], &[u8]) -> Ordering),
+}
+
+impl KeyCmp {
+    /// Compares two keys in this order.
+    #[inline]
+    pub fn compare(self, a: &[u8], b: &[u8]) -> Ordering {
+        match self {
+            KeyCmp::Lexicographic => cmp_lexicographic(a, b),
+            KeyCmp::Reverse => cmp_reverse(a, b),
+            KeyCmp::Integer => cmp_integer(a, b),
+            KeyCmp::Custom(f) => f(a, b),
+        }
+    }
+}
+
+/// Calls `$body` with `$f` bound to the comparison function of `$cmp`, as a distinct
+/// function item per built-in order so that generic code inlines it.
+macro_rules! with_order {
+    ($cmp:expr, |$f:ident| $body:expr) => {
+        match $cmp {
+            KeyCmp::Lexicographic => {
+                let $f = cmp_lexicographic;
+                $body
+            }
+            KeyCmp::Reverse => {
+                let $f = cmp_reverse;
+                $body
+            }
+            KeyCmp::Integer => {
+                let $f = cmp_integer;
+                $body
+            }
+            KeyCmp::Custom(custom) => {
+                let $f = custom;
+                $body
+            }
+        }
+    };
+}
 
 /// Lexicographic byte order, the default.
+#[inline(always)]
 pub fn cmp_lexicographic(a: &[u8], b: &[u8]) -> Ordering {
     a.cmp(b)
 }
 
-/// Native unsigned integer order for 8-byte keys (the free DB's txnid keys), falling back
-/// to byte order for other lengths.
-pub fn cmp_u64(a: &[u8], b: &[u8]) -> Ordering {
-    match (<[u8; 8]>::try_from(a), <[u8; 8]>::try_from(b)) {
-        (Ok(x), Ok(y)) => u64::from_le_bytes(x).cmp(&u64::from_le_bytes(y)),
+/// Byte order read from the end (REVERSEKEY): a proper suffix sorts first.
+#[inline]
+pub fn cmp_reverse(a: &[u8], b: &[u8]) -> Ordering {
+    a.iter().rev().cmp(b.iter().rev())
+}
+
+/// Native (little-endian) unsigned integers of 4 or 8 bytes; other lengths by bytes.
+#[inline]
+pub fn cmp_integer(a: &[u8], b: &[u8]) -> Ordering {
+    match (a.len(), b.len()) {
+        (8, 8) => read_u64(a, 0).cmp(&read_u64(b, 0)),
+        (4, 4) => read_u32(a, 0).cmp(&read_u32(b, 0)),
         _ => a.cmp(b),
     }
 }
@@ -109,7 +168,11 @@ fn check_level(page: &PageView<'_>, level: usize, depth: usize) -> Result<()> {
 
 /// Index of the child of branch `page` that covers `key`.
 #[inline]
-fn branch_search(page: &PageView<'_>, cmp: KeyCmp, key: &[u8]) -> Result<usize> {
+fn branch_search(
+    page: &PageView<'_>,
+    cmp: impl Fn(&[u8], &[u8]) -> Ordering,
+    key: &[u8],
+) -> Result<usize> {
     let (mut lo, mut hi) = (1, page.num_keys());
     while lo < hi {
         let mid = (lo + hi) / 2;
@@ -124,7 +187,11 @@ fn branch_search(page: &PageView<'_>, cmp: KeyCmp, key: &[u8]) -> Result<usize> 
 
 /// First slot of leaf `page` whose key is `>= key`, and whether it is equal.
 #[inline]
-pub fn leaf_search(page: &PageView<'_>, cmp: KeyCmp, key: &[u8]) -> Result<(usize, bool)> {
+pub fn leaf_search(
+    page: &PageView<'_>,
+    cmp: impl Fn(&[u8], &[u8]) -> Ordering,
+    key: &[u8],
+) -> Result<(usize, bool)> {
     let (mut lo, mut hi) = (0, page.num_keys());
     while lo < hi {
         let mid = (lo + hi) / 2;
@@ -143,6 +210,16 @@ pub fn search<S: PageSource + ?Sized>(
     src: &S,
     db: &DbRecord,
     cmp: KeyCmp,
+    key: &[u8],
+    path: &mut Path,
+) -> Result<(usize, bool)> {
+    with_order!(cmp, |f| search_in(src, db, f, key, path))
+}
+
+fn search_in<S: PageSource + ?Sized>(
+    src: &S,
+    db: &DbRecord,
+    cmp: impl Fn(&[u8], &[u8]) -> Ordering + Copy,
     key: &[u8],
     path: &mut Path,
 ) -> Result<(usize, bool)> {
@@ -198,6 +275,15 @@ pub fn get<'s, S: PageSource + ?Sized>(
     src: &'s S,
     db: &DbRecord,
     cmp: KeyCmp,
+    key: &[u8],
+) -> Result<Option<&'s [u8]>> {
+    with_order!(cmp, |f| get_in(src, db, f, key))
+}
+
+fn get_in<'s, S: PageSource + ?Sized>(
+    src: &'s S,
+    db: &DbRecord,
+    cmp: impl Fn(&[u8], &[u8]) -> Ordering + Copy,
     key: &[u8],
 ) -> Result<Option<&'s [u8]>> {
     if db.root == P_INVALID {

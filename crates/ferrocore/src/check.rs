@@ -11,7 +11,7 @@
 
 use std::cmp::Ordering;
 
-use crate::btree::{cmp_lexicographic, cmp_u64, view, KeyCmp, MAX_DEPTH};
+use crate::btree::{view, KeyCmp, MAX_DEPTH};
 use crate::error::{Error, Result};
 use crate::freelist::decode_idl;
 use crate::meta::{DbRecord, Meta};
@@ -31,20 +31,14 @@ pub struct CheckReport {
     pub min_leaf_fill: usize,
 }
 
-/// The comparator LMDB uses for a DB with these flags (no custom comparators).
+/// The key order LMDB uses for a DB with these flags (no custom comparators).
 pub fn cmp_for_flags(flags: u16) -> KeyCmp {
-    const REVERSE_KEY: u16 = 0x02;
-    const INTEGER_KEY: u16 = 0x08;
-    if flags & REVERSE_KEY != 0 {
-        |a: &[u8], b: &[u8]| a.iter().rev().cmp(b.iter().rev())
-    } else if flags & INTEGER_KEY != 0 {
-        |a: &[u8], b: &[u8]| match (a.len(), b.len()) {
-            (4, 4) => u32::from_le_bytes(a.try_into().expect("4"))
-                .cmp(&u32::from_le_bytes(b.try_into().expect("4"))),
-            _ => cmp_u64(a, b),
-        }
+    if flags & crate::db_flags::REVERSE_KEY != 0 {
+        KeyCmp::Reverse
+    } else if flags & crate::db_flags::INTEGER_KEY != 0 {
+        KeyCmp::Integer
     } else {
-        cmp_lexicographic
+        KeyCmp::Lexicographic
     }
 }
 
@@ -153,13 +147,13 @@ impl<S: PageSource + ?Sized> Walker<'_, S> {
         let first_key = if page.is_branch() { 1 } else { 0 };
         for i in first_key..n {
             let k = page.key(i)?;
-            if i > first_key && cmp(page.key(i - 1)?, k) != Ordering::Less {
+            if i > first_key && cmp.compare(page.key(i - 1)?, k) != Ordering::Less {
                 return Err(Error::corrupted(pgno, "keys out of order within the page"));
             }
-            if lower.is_some_and(|lo| cmp(k, lo) == Ordering::Less) {
+            if lower.is_some_and(|lo| cmp.compare(k, lo) == Ordering::Less) {
                 return Err(Error::corrupted(pgno, "key below its parent's separator"));
             }
-            if upper.is_some_and(|hi| cmp(k, hi) != Ordering::Less) {
+            if upper.is_some_and(|hi| cmp.compare(k, hi) != Ordering::Less) {
                 return Err(Error::corrupted(pgno, "key not below the next separator"));
             }
         }
@@ -244,8 +238,8 @@ pub fn check_snapshot<S: PageSource + ?Sized>(src: &S, meta: &Meta) -> Result<Ch
             ..Default::default()
         },
     };
-    w.tree(&meta.main_db, cmp_lexicographic, true)?;
-    w.tree(&meta.free_db, cmp_u64, false)?;
+    w.tree(&meta.main_db, KeyCmp::Lexicographic, true)?;
+    w.tree(&meta.free_db, KeyCmp::Integer, false)?;
     // Free-DB records: keys are txn ids not after this snapshot; values list free pages.
     let mut pos = crate::cursor::Position::default();
     let mut more = pos.first(src, &meta.free_db)?;

@@ -10,7 +10,7 @@
 //! Records are consumed lazily, when allocation runs out of pages, and deleted from the
 //! free DB at commit, where the txn's own frees are written as record `W` (its txnid).
 
-use crate::btree::{cmp_u64, TreeMut};
+use crate::btree::{KeyCmp, TreeMut};
 use crate::cursor::Position;
 use crate::error::{Error, Result};
 use crate::meta::DbRecord;
@@ -106,7 +106,7 @@ pub fn next_reclaimable<S: PageSource + ?Sized>(
         .seek(
             src,
             &reclaim.free_db,
-            cmp_u64,
+            KeyCmp::Integer,
             &reclaim.next_key.to_le_bytes(),
         )?
         .is_none()
@@ -140,7 +140,7 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
         let mut tree = TreeMut {
             store: &mut *pages,
             db: &mut *free_db,
-            cmp: cmp_u64,
+            cmp: KeyCmp::Integer,
         };
         if !tree.delete(&key.to_le_bytes())? {
             return Err(Error::corrupted(
@@ -176,7 +176,7 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
         let mut tree = TreeMut {
             store: &mut *pages,
             db: &mut *free_db,
-            cmp: cmp_u64,
+            cmp: KeyCmp::Integer,
         };
         tree.put(&key, &value, Default::default())?;
         written = Some(all);

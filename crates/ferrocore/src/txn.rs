@@ -9,7 +9,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::MutexGuard;
 
-use crate::btree::{self, cmp_lexicographic, cmp_u64, KeyCmp, PutMode, TreeMut};
+use crate::btree::{self, KeyCmp, PutMode, TreeMut};
 use crate::cursor::{Position, State};
 use crate::env::{env_flags, EnvInner, Stat};
 use crate::error::{Error, Result};
@@ -140,8 +140,8 @@ impl<'env> ReadTxn<'env> {
 
     fn tree(&self, db: Database) -> Result<(DbRecord, KeyCmp)> {
         match db {
-            Database::MAIN => Ok((self.meta.main_db, cmp_lexicographic)),
-            Database::FREE => Ok((self.meta.free_db, cmp_u64)),
+            Database::MAIN => Ok((self.meta.main_db, KeyCmp::Lexicographic)),
+            Database::FREE => Ok((self.meta.free_db, KeyCmp::Integer)),
             _ => Err(Error::BadDbi),
         }
     }
@@ -387,8 +387,8 @@ impl<'env> WriteTxn<'env> {
 
     fn tree(&self, db: Database) -> Result<(&DbRecord, KeyCmp)> {
         match db {
-            Database::MAIN => Ok((&self.main_db, cmp_lexicographic)),
-            Database::FREE => Ok((&self.free_db, cmp_u64)),
+            Database::MAIN => Ok((&self.main_db, KeyCmp::Lexicographic)),
+            Database::FREE => Ok((&self.free_db, KeyCmp::Integer)),
             _ => Err(Error::BadDbi),
         }
     }
@@ -453,7 +453,7 @@ impl<'env> WriteTxn<'env> {
         let r = TreeMut {
             store: &mut self.pages,
             db: &mut self.main_db,
-            cmp: cmp_lexicographic,
+            cmp: KeyCmp::Lexicographic,
         }
         .put(key, value, mode);
         self.note(r)
@@ -473,7 +473,7 @@ impl<'env> WriteTxn<'env> {
         let r = TreeMut {
             store: &mut self.pages,
             db: &mut self.main_db,
-            cmp: cmp_lexicographic,
+            cmp: KeyCmp::Lexicographic,
         }
         .delete(key);
         self.note(r)
@@ -658,7 +658,7 @@ impl WriteCursor<'_, '_> {
         let rec = self.rec();
         match self
             .pos
-            .seek(&self.txn.pages, &rec, cmp_lexicographic, key)?
+            .seek(&self.txn.pages, &rec, KeyCmp::Lexicographic, key)?
         {
             Some(true) => self.found(true),
             _ => {
@@ -673,7 +673,7 @@ impl WriteCursor<'_, '_> {
         let rec = self.rec();
         let found = self
             .pos
-            .seek(&self.txn.pages, &rec, cmp_lexicographic, key)?
+            .seek(&self.txn.pages, &rec, KeyCmp::Lexicographic, key)?
             .is_some();
         self.found(found)
     }
@@ -696,7 +696,7 @@ impl WriteCursor<'_, '_> {
                 let rec = self.rec();
                 let found = self
                     .pos
-                    .seek(&self.txn.pages, &rec, cmp_lexicographic, key)?;
+                    .seek(&self.txn.pages, &rec, KeyCmp::Lexicographic, key)?;
                 debug_assert_eq!(found, Some(true));
             }
         }
@@ -716,7 +716,7 @@ impl WriteCursor<'_, '_> {
         let rec = self.rec();
         if self
             .pos
-            .seek(&self.txn.pages, &rec, cmp_lexicographic, &key)?
+            .seek(&self.txn.pages, &rec, KeyCmp::Lexicographic, &key)?
             .is_none()
         {
             // Nothing follows: stand one past the last item, so `prev` yields it.
