@@ -83,9 +83,9 @@ pub const fn overflow_pages(page_size: usize, data_size: usize) -> usize {
     (PAGE_HEADER_SIZE - 1 + data_size) / page_size + 1
 }
 
-#[inline]
+#[inline(always)]
 pub(crate) fn read_u16(b: &[u8], off: usize) -> u16 {
-    u16::from_le_bytes([b[off], b[off + 1]])
+    u16::from_le_bytes(b[off..off + 2].try_into().expect("2 bytes"))
 }
 
 #[inline]
@@ -167,33 +167,27 @@ impl<'a> Node<'a> {
 
 impl<'a> PageView<'a> {
     /// Checks the header of a branch or leaf page whose number is `pgno`.
+    #[inline]
     pub fn parse(bytes: &'a [u8], pgno: u64) -> Result<Self> {
-        if bytes.len() < PAGE_HEADER_SIZE {
-            return Err(Error::corrupted(pgno, "page shorter than its header"));
+        let Some(header) = bytes.get(..PAGE_HEADER_SIZE) else {
+            return Err(corrupt(pgno, "page shorter than its header"));
+        };
+        let flags = read_u16(header, 10);
+        // Exactly one of BRANCH and LEAF, and none of the other kinds.
+        let kind = flags
+            & (page_flags::BRANCH
+                | page_flags::LEAF
+                | page_flags::OVERFLOW
+                | page_flags::META
+                | page_flags::LEAF2);
+        if kind != page_flags::BRANCH && kind != page_flags::LEAF {
+            return Err(corrupt(pgno, "not a branch or leaf page"));
         }
-        let flags = read_u16(bytes, 10);
-        if flags & (page_flags::BRANCH | page_flags::LEAF) == 0
-            || flags & (page_flags::OVERFLOW | page_flags::META) != 0
-        {
-            return Err(Error::corrupted(pgno, "not a branch or leaf page"));
+        if flags & page_flags::SUBP == 0 && read_u64(header, 0) != pgno {
+            return Err(corrupt(pgno, "page number in header does not match"));
         }
-        if flags & page_flags::BRANCH != 0 && flags & page_flags::LEAF != 0 {
-            return Err(Error::corrupted(pgno, "page is both branch and leaf"));
-        }
-        if flags & page_flags::LEAF2 != 0 {
-            return Err(Error::corrupted(
-                pgno,
-                "LEAF2 page where a node page is expected",
-            ));
-        }
-        if flags & page_flags::SUBP == 0 && read_u64(bytes, 0) != pgno {
-            return Err(Error::corrupted(
-                pgno,
-                "page number in header does not match",
-            ));
-        }
-        let lower = read_u16(bytes, 12) as usize;
-        let upper = read_u16(bytes, 14) as usize;
+        let lower = read_u16(header, 12) as usize;
+        let upper = read_u16(header, 14) as usize;
         if lower < PAGE_HEADER_SIZE || lower % 2 != 0 || lower > upper || upper > bytes.len() {
             return Err(corrupt(pgno, "bad lower/upper bounds"));
         }
@@ -240,6 +234,12 @@ impl<'a> PageView<'a> {
     #[inline]
     pub fn num_keys(&self) -> usize {
         self.num_keys
+    }
+
+    /// `mp_lower` and `mp_upper`: end of the slot array, start of the node area.
+    #[inline]
+    pub fn bounds(&self) -> (usize, usize) {
+        (PAGE_HEADER_SIZE + 2 * self.num_keys, self.upper)
     }
 
     /// Free bytes between the slot array and the node area.
@@ -322,7 +322,7 @@ impl<'a> PageView<'a> {
     }
 
     /// Child page of branch node `i`.
-    #[inline]
+    #[inline(always)]
     pub fn child(&self, i: usize) -> Result<u64> {
         debug_assert!(self.is_branch());
         let off = self.node_offset(i)?;

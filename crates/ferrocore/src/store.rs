@@ -310,10 +310,15 @@ impl PageStore for DirtyPages<'_> {
         }
         let src = self.snapshot_pages(pgno, 1)?;
         // Edits in place trust node offsets: check the whole page before taking it over.
-        crate::page::PageView::parse(src, pgno)?.validate_all()?;
+        let view = crate::page::PageView::parse(src, pgno)?;
+        view.validate_all()?;
+        let (lower, upper) = view.bounds();
         let new = self.alloc(1)?;
         let buf = self.dirty_mut(new);
-        buf.copy_from_slice(src);
+        // Copy the header and slots, and the nodes; the free gap between them holds
+        // nothing (as in LMDB, whatever bytes it has are never read).
+        buf[..lower].copy_from_slice(&src[..lower]);
+        buf[upper..].copy_from_slice(&src[upper..]);
         crate::page::edit::set_pgno(buf, new);
         self.free(pgno, 1);
         Ok(new)

@@ -17,6 +17,7 @@ use crate::freelist::{self, Reclaim};
 use crate::io;
 use crate::lock::LockFile;
 use crate::meta::{DbRecord, Meta, META_WRITE_SIZE};
+use crate::page::{Node, PageView};
 use crate::store::{DirtyPages, PageSource, SnapshotPages};
 
 /// A database handle. ferrocore has the main (unnamed) database; named databases come
@@ -161,12 +162,7 @@ impl<'env> ReadTxn<'env> {
     /// A cursor over `db`.
     pub fn cursor(&self, db: Database) -> Result<Cursor<'_>> {
         let (rec, cmp) = self.tree(db)?;
-        Ok(Cursor {
-            src: Source::Snapshot(&self.pages),
-            db: rec,
-            cmp,
-            pos: Position::default(),
-        })
+        Ok(Cursor::new(Source::Snapshot(&self.pages), rec, cmp))
     }
 
     /// Statistics of the main database in this snapshot.
@@ -222,12 +218,36 @@ pub struct Cursor<'t> {
     db: DbRecord,
     cmp: KeyCmp,
     pos: Position,
+    /// The current leaf, parsed once while the cursor stays on it.
+    leaf: Option<PageView<'t>>,
 }
 
-/// The pages a read cursor walks: a snapshot, or the write txn's view.
+/// The pages a read cursor walks: a snapshot, or the write txn's view. Both stay
+/// unchanged for `'t` (the write txn is borrowed shared), so pages live for `'t`.
+#[derive(Clone, Copy)]
 enum Source<'t> {
     Snapshot(&'t SnapshotPages<'t>),
     Write(&'t DirtyPages<'t>),
+}
+
+impl<'t> Source<'t> {
+    /// Page `pgno`, borrowed for the whole of `'t`.
+    #[inline]
+    fn page_for_txn(self, pgno: u64) -> Result<&'t [u8]> {
+        match self {
+            Source::Snapshot(s) => s.page(pgno),
+            Source::Write(w) => w.page(pgno),
+        }
+    }
+
+    /// The value of a leaf node, borrowed for the whole of `'t`.
+    #[inline]
+    fn value_for_txn(self, node: &Node<'t>) -> Result<&'t [u8]> {
+        match self {
+            Source::Snapshot(s) => btree::node_value(s, node),
+            Source::Write(w) => btree::node_value(w, node),
+        }
+    }
 }
 
 impl PageSource for Source<'_> {
@@ -252,40 +272,63 @@ impl PageSource for Source<'_> {
 pub type Item<'t> = (&'t [u8], &'t [u8]);
 
 impl<'t> Cursor<'t> {
-    fn found(&self, moved: bool) -> Result<Option<Item<'_>>> {
+    fn new(src: Source<'t>, db: DbRecord, cmp: KeyCmp) -> Self {
+        Cursor {
+            src,
+            db,
+            cmp,
+            pos: Position::default(),
+            leaf: None,
+        }
+    }
+
+    /// The item the cursor stands on, if `moved`.
+    #[inline]
+    fn found(&mut self, moved: bool) -> Result<Option<Item<'t>>> {
         if !moved {
             return Ok(None);
         }
-        self.pos.current(&self.src).map(Some)
+        let pgno = self.pos.path.leaf();
+        let leaf = match self.leaf {
+            Some(view) if view.pgno() == pgno => view,
+            _ => {
+                let view = PageView::parse(self.src.page_for_txn(pgno)?, pgno)?;
+                self.leaf = Some(view);
+                view
+            }
+        };
+        let node = leaf.node(self.pos.path.leaf_idx())?;
+        Ok(Some((node.key, self.src.value_for_txn(&node)?)))
     }
 
     /// First item.
-    pub fn first(&mut self) -> Result<Option<Item<'_>>> {
+    pub fn first(&mut self) -> Result<Option<Item<'t>>> {
         let moved = self.pos.first(&self.src, &self.db)?;
         self.found(moved)
     }
 
     /// Last item.
-    pub fn last(&mut self) -> Result<Option<Item<'_>>> {
+    pub fn last(&mut self) -> Result<Option<Item<'t>>> {
         let moved = self.pos.last(&self.src, &self.db)?;
         self.found(moved)
     }
 
     /// Next item (the first, if the cursor is not positioned).
     #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> Result<Option<Item<'_>>> {
+    #[inline]
+    pub fn next(&mut self) -> Result<Option<Item<'t>>> {
         let moved = self.pos.next(&self.src, &self.db)?;
         self.found(moved)
     }
 
     /// Previous item (the last, if the cursor is not positioned).
-    pub fn prev(&mut self) -> Result<Option<Item<'_>>> {
+    pub fn prev(&mut self) -> Result<Option<Item<'t>>> {
         let moved = self.pos.prev(&self.src, &self.db)?;
         self.found(moved)
     }
 
     /// Moves to `key` exactly (`MDB_SET_KEY`).
-    pub fn set(&mut self, key: &[u8]) -> Result<Option<Item<'_>>> {
+    pub fn set(&mut self, key: &[u8]) -> Result<Option<Item<'t>>> {
         match self.pos.seek(&self.src, &self.db, self.cmp, key)? {
             Some(true) => self.found(true),
             _ => {
@@ -296,18 +339,17 @@ impl<'t> Cursor<'t> {
     }
 
     /// Moves to the first key `>= key` (`MDB_SET_RANGE`).
-    pub fn set_range(&mut self, key: &[u8]) -> Result<Option<Item<'_>>> {
+    pub fn set_range(&mut self, key: &[u8]) -> Result<Option<Item<'t>>> {
         let found = self.pos.seek(&self.src, &self.db, self.cmp, key)?.is_some();
         self.found(found)
     }
 
     /// The item at the cursor (`MDB_GET_CURRENT`).
-    pub fn current(&self) -> Result<Option<Item<'_>>> {
-        match self.pos.current(&self.src) {
-            Ok(item) => Ok(Some(item)),
-            Err(Error::NotFound) => Ok(None),
-            Err(e) => Err(e),
+    pub fn current(&mut self) -> Result<Option<Item<'t>>> {
+        if self.pos.state != State::Valid {
+            return Ok(None);
         }
+        self.found(true)
     }
 }
 
@@ -483,12 +525,7 @@ impl<'env> WriteTxn<'env> {
     pub fn cursor(&self, db: Database) -> Result<Cursor<'_>> {
         self.check_usable()?;
         let (rec, cmp) = self.tree(db)?;
-        Ok(Cursor {
-            src: Source::Write(&self.pages),
-            db: *rec,
-            cmp,
-            pos: Position::default(),
-        })
+        Ok(Cursor::new(Source::Write(&self.pages), *rec, cmp))
     }
 
     /// A cursor that can also write (put and delete at its position).
