@@ -147,7 +147,6 @@ fn demo(entries: u64, batch: u64) -> ferrocore::Result<()> {
         rate(scanned, scan),
         bytes >> 20
     );
-    drop(cursor);
     let stat = txn.stat();
     drop(txn);
     let t = Instant::now();

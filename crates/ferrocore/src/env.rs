@@ -138,7 +138,7 @@ impl EnvOptions {
 /// The longest key allowed with [`EnvOptions::long_keys`] for a page size: a quarter of
 /// the page, so branch pages always hold at least four separators.
 pub const fn long_key_max(page_size: usize) -> usize {
-    ((page_size - 16) / 4 & !1) - 10
+    (((page_size - 16) / 4) & !1) - 10
 }
 
 /// Statistics of a tree (`MDB_stat`).

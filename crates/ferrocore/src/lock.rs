@@ -98,6 +98,7 @@ impl LockFile {
             .read(true)
             .write(true)
             .create(true)
+            .truncate(false)
             .mode(0o644)
             .open(path)?;
         let pid = std::process::id();
@@ -169,7 +170,7 @@ impl LockFile {
 
     /// An atomic u32 at byte `off` of the mapping.
     fn u32_at(&self, off: usize) -> &AtomicU32 {
-        assert!(off % 4 == 0 && off + 4 <= self.len);
+        assert!(off.is_multiple_of(4) && off + 4 <= self.len);
         // SAFETY: in bounds and 4-aligned (mmap returns page-aligned memory); the mapping
         // lives as long as `self`, and every access to shared words is atomic.
         unsafe { &*(self.ptr.add(off) as *const AtomicU32) }
@@ -177,7 +178,7 @@ impl LockFile {
 
     /// An atomic u64 at byte `off` of the mapping.
     fn u64_at(&self, off: usize) -> &AtomicU64 {
-        assert!(off % 8 == 0 && off + 8 <= self.len);
+        assert!(off.is_multiple_of(8) && off + 8 <= self.len);
         // SAFETY: as in u32_at, with 8-byte alignment.
         unsafe { &*(self.ptr.add(off) as *const AtomicU64) }
     }

@@ -188,7 +188,11 @@ impl<'a> PageView<'a> {
         }
         let lower = read_u16(header, 12) as usize;
         let upper = read_u16(header, 14) as usize;
-        if lower < PAGE_HEADER_SIZE || lower % 2 != 0 || lower > upper || upper > bytes.len() {
+        if lower < PAGE_HEADER_SIZE
+            || !lower.is_multiple_of(2)
+            || lower > upper
+            || upper > bytes.len()
+        {
             return Err(corrupt(pgno, "bad lower/upper bounds"));
         }
         Ok(PageView {
