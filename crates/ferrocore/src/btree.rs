@@ -310,6 +310,25 @@ fn get_in<'s, S: PageSource + ?Sized>(
     unreachable!("the leaf level returns")
 }
 
+/// Looks up `key` and returns its node's flags and stored data (not following overflow).
+pub fn get_node<'s, S: PageSource + ?Sized>(
+    src: &'s S,
+    db: &DbRecord,
+    cmp: KeyCmp,
+    key: &[u8],
+) -> Result<Option<(u16, &'s [u8])>> {
+    if db.root == P_INVALID {
+        return Ok(None);
+    }
+    let mut path = Path::default();
+    let (idx, exact) = search(src, db, cmp, key, &mut path)?;
+    if !exact {
+        return Ok(None);
+    }
+    let node = view(src, path.leaf())?.node(idx)?;
+    Ok(Some((node.flags, node.data)))
+}
+
 /// How `put` treats an existing key and key order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PutMode {
@@ -318,6 +337,19 @@ pub struct PutMode {
     /// The key must sort after every key in the tree (`KeyExist` otherwise); pages are
     /// split so that appended data fills them.
     pub append: bool,
+    /// Node flags of the item: 0 for plain data, `SUBDATA` for a named DB's record in the
+    /// main DB. An existing item of the other kind is not replaced (`Incompatible`).
+    pub node_flags: u16,
+}
+
+/// Fails with `Incompatible` unless an existing node's kind (plain data or named-DB
+/// record) is the one the caller works with.
+fn check_node_kind(existing: u16, wanted: u16) -> Result<()> {
+    const KIND: u16 = node_flags::SUBDATA | node_flags::DUPDATA;
+    if existing & KIND != wanted & KIND {
+        return Err(Error::Incompatible);
+    }
+    Ok(())
 }
 
 /// Nodes copied out of pages in their stored form (header, key, data), packed in one
@@ -482,14 +514,17 @@ impl<S: PageStore> TreeMut<'_, S> {
     }
 
     /// Writes `value` into a new overflow run if it is too big for a node.
-    fn store_value<'v>(&mut self, key: &[u8], value: &'v [u8]) -> Result<NodeValue<'v>> {
+    fn store_value<'v>(
+        &mut self,
+        key: &[u8],
+        value: &'v [u8],
+        flags: u16,
+    ) -> Result<NodeValue<'v>> {
         let ps = self.page_size();
         if NODE_HEADER_SIZE + key.len() + value.len() <= node_max(ps) {
-            return Ok(NodeValue::Inline {
-                flags: 0,
-                data: value,
-            });
+            return Ok(NodeValue::Inline { flags, data: value });
         }
+        debug_assert_eq!(flags, 0, "only plain values go to overflow pages");
         let count = overflow_pages(ps, value.len());
         let pgno = self.store.alloc(count)?;
         let run = self.store.dirty_mut(pgno);
@@ -511,7 +546,7 @@ impl<S: PageStore> TreeMut<'_, S> {
             self.db.root = pgno;
             self.db.depth = 1;
             self.db.leaf_pages = 1;
-            let v = self.store_value(key, value)?;
+            let v = self.store_value(key, value, mode.node_flags)?;
             let ok = edit::insert_node(self.store.dirty_mut(pgno), 0, key, v);
             assert!(ok, "a node of at most node_max bytes fits an empty page");
             self.db.entries = 1;
@@ -524,8 +559,12 @@ impl<S: PageStore> TreeMut<'_, S> {
         }
         let mut path = Path::default();
         let (idx, exact) = search(&*self.store, self.db, self.cmp, key, &mut path)?;
-        if exact && mode.no_overwrite {
-            return Err(Error::KeyExist);
+        if exact {
+            let flags = view(&*self.store, path.leaf())?.node(idx)?.flags;
+            check_node_kind(flags, mode.node_flags)?;
+            if mode.no_overwrite {
+                return Err(Error::KeyExist);
+            }
         }
         if mode.append && (exact || !self.is_rightmost(&path, idx)?) {
             return Err(Error::KeyExist);
@@ -561,7 +600,7 @@ impl<S: PageStore> TreeMut<'_, S> {
         } else {
             self.db.entries += 1;
         }
-        let v = self.store_value(key, value)?;
+        let v = self.store_value(key, value, mode.node_flags)?;
         if edit::insert_node(self.store.dirty_mut(leaf), idx, key, v) {
             return Ok(Some(path));
         }
@@ -692,6 +731,11 @@ impl<S: PageStore> TreeMut<'_, S> {
 
     /// Deletes `key`. Returns false if it was not present.
     pub fn delete(&mut self, key: &[u8]) -> Result<bool> {
+        self.delete_kind(key, 0)
+    }
+
+    /// Deletes `key` if its node is of kind `node_flags` (see [`PutMode::node_flags`]).
+    pub fn delete_kind(&mut self, key: &[u8], node_flags: u16) -> Result<bool> {
         if self.db.root == P_INVALID {
             return Ok(false);
         }
@@ -700,6 +744,10 @@ impl<S: PageStore> TreeMut<'_, S> {
         if !exact {
             return Ok(false);
         }
+        check_node_kind(
+            view(&*self.store, path.leaf())?.node(idx)?.flags,
+            node_flags,
+        )?;
         self.touch_path(&mut path)?;
         let leaf = path.leaf();
         let overflow = {

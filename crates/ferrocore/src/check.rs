@@ -31,16 +31,7 @@ pub struct CheckReport {
     pub min_leaf_fill: usize,
 }
 
-/// The key order LMDB uses for a DB with these flags (no custom comparators).
-pub fn cmp_for_flags(flags: u16) -> KeyCmp {
-    if flags & crate::db_flags::REVERSE_KEY != 0 {
-        KeyCmp::Reverse
-    } else if flags & crate::db_flags::INTEGER_KEY != 0 {
-        KeyCmp::Integer
-    } else {
-        KeyCmp::Lexicographic
-    }
-}
+pub use crate::catalog::cmp_for_flags;
 
 struct Walker<'a, S: PageSource + ?Sized> {
     src: &'a S,

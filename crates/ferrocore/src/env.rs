@@ -69,6 +69,7 @@ pub struct EnvOptions {
     page_size: Option<usize>,
     flags: u32,
     long_keys: bool,
+    max_dbs: u32,
 }
 
 impl Default for EnvOptions {
@@ -79,6 +80,7 @@ impl Default for EnvOptions {
             page_size: None,
             flags: 0,
             long_keys: false,
+            max_dbs: 0,
         }
     }
 }
@@ -93,6 +95,13 @@ impl EnvOptions {
     /// LMDB. Without it the map grows as needed, up to the disk.
     pub fn map_size(&mut self, bytes: u64) -> &mut Self {
         self.map_size = Some(bytes);
+        self
+    }
+
+    /// Number of named databases that may be opened (default 0, as in LMDB: only the
+    /// main DB). Past it, `open_db` fails with `DbsFull`.
+    pub fn max_dbs(&mut self, n: u32) -> &mut Self {
+        self.max_dbs = n;
         self
     }
 
@@ -194,6 +203,8 @@ pub(crate) struct EnvInner {
     pub map_size_explicit: AtomicBool,
     /// Length of the data file as last seen by this process's writer.
     pub file_len: AtomicU64,
+    /// Named DBs opened in this environment.
+    pub catalog: std::sync::RwLock<crate::catalog::Catalog>,
     /// Held by the open write txn (in this process).
     pub writer: Mutex<()>,
     /// Page buffers kept between write txns.
@@ -395,6 +406,9 @@ impl Env {
                 max_key_size,
                 map_size: AtomicU64::new(map_size),
                 file_len: AtomicU64::new(0),
+                catalog: std::sync::RwLock::new(crate::catalog::Catalog::new(
+                    opts.max_dbs as usize,
+                )),
                 map_size_explicit: AtomicBool::new(explicit),
                 writer: Mutex::new(()),
                 spare_pages: Mutex::new(Vec::new()),

@@ -24,6 +24,7 @@
 //! stat, info), `io` and `lock` (the map, the lock file), `check` (integrity checker).
 
 pub mod btree;
+pub mod catalog;
 pub mod check;
 pub mod cursor;
 pub mod env;
@@ -54,4 +55,6 @@ pub mod db_flags {
     pub const INTEGER_DUP: u16 = 0x20;
     /// DUPSORT values compare from the end.
     pub const REVERSE_DUP: u16 = 0x40;
+    /// `open_db`: create the database if it does not exist (never stored in the file).
+    pub const CREATE: u32 = 0x40000;
 }

@@ -6,10 +6,13 @@
 //! those pages in page order with vectored writes, flushing, then writing the meta page
 //! that points at them and flushing again (invariant 2 of DESIGN.md).
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::MutexGuard;
 
 use crate::btree::{self, KeyCmp, PutMode, TreeMut};
+use crate::catalog::{cmp_for_flags, KNOWN_FLAGS};
 use crate::cursor::{Position, State};
 use crate::env::{env_flags, EnvInner, Stat};
 use crate::error::{Error, Result};
@@ -34,6 +37,12 @@ impl Database {
     /// The LMDB `MDB_dbi` number of this handle.
     pub fn dbi(self) -> u32 {
         self.0
+    }
+
+    /// The handle with LMDB number `dbi` (as the C ABI receives it). Every operation
+    /// checks it: a number no `open_db` returned gives `BadDbi`.
+    pub fn from_dbi(dbi: u32) -> Database {
+        Database(dbi)
     }
 }
 
@@ -78,6 +87,59 @@ fn check_key(env: &EnvInner, key: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// A named DB's state in a write txn.
+struct NamedDb {
+    record: DbRecord,
+    cmp: KeyCmp,
+    /// Changed by this txn: its record is written into the main DB at commit.
+    dirty: bool,
+}
+
+/// Name, flags and key order behind a named-DB handle.
+fn catalog_entry(env: &EnvInner, db: Database) -> Result<(Vec<u8>, u16, KeyCmp)> {
+    let catalog = env
+        .catalog
+        .read()
+        .map_err(|_| Error::Panic("catalog lock poisoned"))?;
+    let e = catalog.entry(db.0)?;
+    Ok((e.name.clone(), e.flags, e.cmp))
+}
+
+/// Reads the record of named DB `name` from the main DB `main`, if it exists.
+/// `Incompatible` if `name` is a plain key of the main DB.
+fn named_record<S: PageSource + ?Sized>(
+    src: &S,
+    main: &DbRecord,
+    name: &[u8],
+    _flags: u16,
+) -> Result<Option<DbRecord>> {
+    let Some((node_flags, data)) = btree::get_node(src, main, KeyCmp::Lexicographic, name)? else {
+        return Ok(None);
+    };
+    if node_flags & crate::page::node_flags::SUBDATA == 0 || data.len() != DbRecord::SIZE {
+        return Err(Error::Incompatible);
+    }
+    Ok(Some(DbRecord::decode(data)))
+}
+
+/// Checks `mdb_dbi_open` flags; returns the DB flags to store.
+fn check_db_flags(flags: u32) -> Result<u16> {
+    if flags & !(KNOWN_FLAGS as u32 | crate::db_flags::CREATE) != 0 {
+        return Err(Error::InvalidArgument("unknown database flag"));
+    }
+    let db_flags = (flags & KNOWN_FLAGS as u32) as u16;
+    let dup = crate::db_flags::DUP_SORT
+        | crate::db_flags::DUP_FIXED
+        | crate::db_flags::INTEGER_DUP
+        | crate::db_flags::REVERSE_DUP;
+    if db_flags & dup != 0 {
+        return Err(Error::InvalidArgument(
+            "DUPSORT databases are not supported yet (issue 3)",
+        ));
+    }
+    Ok(db_flags)
+}
+
 /// A reader slot held by a read txn; given back on drop.
 struct ReaderSlot<'env> {
     lock: &'env LockFile,
@@ -114,6 +176,8 @@ pub struct ReadTxn<'env> {
     slot: ReaderSlot<'env>,
     meta: Meta,
     pages: SnapshotPages<'env>,
+    /// Named DBs looked up by this txn (filled lazily).
+    named: RefCell<HashMap<u32, (DbRecord, KeyCmp)>>,
 }
 
 /// A reset read transaction: it keeps its reader slot but holds no snapshot (so it pins
@@ -136,6 +200,7 @@ impl<'env> ReadTxn<'env> {
             slot,
             meta,
             pages,
+            named: RefCell::default(),
         })
     }
 
@@ -143,8 +208,35 @@ impl<'env> ReadTxn<'env> {
         match db {
             Database::MAIN => Ok((self.meta.main_db, KeyCmp::Lexicographic)),
             Database::FREE => Ok((self.meta.free_db, KeyCmp::Integer)),
-            _ => Err(Error::BadDbi),
+            _ => {
+                if let Some(&known) = self.named.borrow().get(&db.0) {
+                    return Ok(known);
+                }
+                let (name, flags, cmp) = catalog_entry(self.env, db)?;
+                // Absent from this snapshot (created later): reads as an empty DB.
+                let record = named_record(&self.pages, &self.meta.main_db, &name, flags)?
+                    .unwrap_or_else(|| DbRecord::empty(flags));
+                self.named.borrow_mut().insert(db.0, (record, cmp));
+                Ok((record, cmp))
+            }
         }
+    }
+
+    /// Opens an existing named DB (LMDB's `mdb_dbi_open` in a read txn); `None` is the
+    /// main DB. `NotFound` if it does not exist in this snapshot.
+    pub fn open_db(&self, name: Option<&str>) -> Result<Database> {
+        let Some(name) = name else {
+            return Ok(Database::MAIN);
+        };
+        let record = named_record(&self.pages, &self.meta.main_db, name.as_bytes(), 0)?
+            .ok_or(Error::NotFound)?;
+        let dbi = self
+            .env
+            .catalog
+            .write()
+            .map_err(|_| Error::Panic("catalog lock poisoned"))?
+            .register(name.as_bytes(), record.flags)?;
+        Ok(Database(dbi))
     }
 
     /// The id of the snapshot (the txn that committed it).
@@ -206,6 +298,7 @@ impl<'env> InactiveReadTxn<'env> {
             slot: self.slot,
             meta,
             pages,
+            named: RefCell::default(),
         })
     }
 }
@@ -360,6 +453,8 @@ pub struct WriteTxn<'env> {
     base: Meta,
     free_db: DbRecord,
     main_db: DbRecord,
+    /// Named DBs used by this txn, loaded on first use (never a loop over all DBs).
+    named: HashMap<u32, NamedDb>,
     pages: DirtyPages<'env>,
     /// An operation failed part way: the txn can only be aborted.
     failed: bool,
@@ -409,6 +504,7 @@ impl<'env> WriteTxn<'env> {
             base,
             free_db: base.free_db,
             main_db: base.main_db,
+            named: HashMap::new(),
             pages,
             failed: false,
             _guard: guard,
@@ -427,18 +523,121 @@ impl<'env> WriteTxn<'env> {
         Ok(())
     }
 
-    fn tree(&self, db: Database) -> Result<(&DbRecord, KeyCmp)> {
+    fn tree(&self, db: Database) -> Result<(DbRecord, KeyCmp)> {
         match db {
-            Database::MAIN => Ok((&self.main_db, KeyCmp::Lexicographic)),
-            Database::FREE => Ok((&self.free_db, KeyCmp::Integer)),
-            _ => Err(Error::BadDbi),
+            Database::MAIN => Ok((self.main_db, KeyCmp::Lexicographic)),
+            Database::FREE => Ok((self.free_db, KeyCmp::Integer)),
+            _ => match self.named.get(&db.0) {
+                Some(n) => Ok((n.record, n.cmp)),
+                None => {
+                    let (name, flags, cmp) = catalog_entry(self.env, db)?;
+                    let record = named_record(&self.pages, &self.main_db, &name, flags)?
+                        .unwrap_or_else(|| DbRecord::empty(flags));
+                    Ok((record, cmp))
+                }
+            },
         }
+    }
+
+    /// The record and key order of a DB this txn may write, loaded on first use.
+    fn tree_mut(&mut self, db: Database) -> Result<(&mut DbRecord, KeyCmp)> {
+        match db {
+            Database::MAIN => Ok((&mut self.main_db, KeyCmp::Lexicographic)),
+            Database::FREE => Err(Error::InvalidArgument("the free DB is read-only")),
+            _ => {
+                if !self.named.contains_key(&db.0) {
+                    let (name, flags, cmp) = catalog_entry(self.env, db)?;
+                    // A handle whose DB does not exist in this txn (created by a txn that
+                    // aborted, or dropped) cannot be written.
+                    let record = named_record(&self.pages, &self.main_db, &name, flags)?
+                        .ok_or(Error::BadDbi)?;
+                    self.named.insert(
+                        db.0,
+                        NamedDb {
+                            record,
+                            cmp,
+                            dirty: false,
+                        },
+                    );
+                }
+                let n = self.named.get_mut(&db.0).expect("just inserted");
+                n.dirty = true;
+                Ok((&mut n.record, n.cmp))
+            }
+        }
+    }
+
+    /// Opens the named DB `name` (LMDB's `mdb_dbi_open`): `flags` are DB flags plus
+    /// `db_flags::CREATE` to create it if it does not exist. `None` is the main DB.
+    pub fn open_db(&mut self, name: Option<&str>, flags: u32) -> Result<Database> {
+        self.check_usable()?;
+        let Some(name) = name else {
+            return Ok(Database::MAIN);
+        };
+        let create = flags & crate::db_flags::CREATE != 0;
+        let db_flags = check_db_flags(flags)?;
+        let name = name.as_bytes();
+        if name.is_empty() || name.len() > self.env.max_key_size {
+            return Err(Error::BadValSize {
+                what: "DB name",
+                size: name.len(),
+                max: self.env.max_key_size,
+            });
+        }
+        let existing = named_record(&self.pages, &self.main_db, name, db_flags)?;
+        let dbi = match existing {
+            Some(record) => {
+                if record.flags & KNOWN_FLAGS != db_flags && flags & !crate::db_flags::CREATE != 0 {
+                    return Err(Error::Incompatible);
+                }
+                self.env
+                    .catalog
+                    .write()
+                    .map_err(|_| Error::Panic("catalog lock poisoned"))?
+                    .register(name, record.flags)?
+            }
+            None if create => {
+                let dbi = self
+                    .env
+                    .catalog
+                    .write()
+                    .map_err(|_| Error::Panic("catalog lock poisoned"))?
+                    .register(name, db_flags)?;
+                // As LMDB does, the record enters the main DB at once (rewritten at commit).
+                let mode = PutMode {
+                    node_flags: crate::page::node_flags::SUBDATA,
+                    ..PutMode::default()
+                };
+                let record = DbRecord::empty(db_flags).to_bytes();
+                let r = TreeMut {
+                    store: &mut self.pages,
+                    db: &mut self.main_db,
+                    cmp: KeyCmp::Lexicographic,
+                }
+                .put(name, &record, mode);
+                self.note(r)?;
+                self.named.insert(
+                    dbi,
+                    NamedDb {
+                        record: DbRecord::empty(db_flags),
+                        cmp: cmp_for_flags(db_flags),
+                        dirty: true,
+                    },
+                );
+                dbi
+            }
+            None => return Err(Error::NotFound),
+        };
+        Ok(Database(dbi))
     }
 
     /// Records a failure that may have left the txn's pages half changed.
     fn note<T>(&mut self, r: Result<T>) -> Result<T> {
         if let Err(e) = &r {
-            if !matches!(e, Error::KeyExist | Error::NotFound) {
+            if !matches!(
+                e,
+                Error::KeyExist | Error::NotFound | Error::Incompatible | Error::BadDbi
+            ) {
                 self.failed = true;
             }
         }
@@ -450,7 +649,7 @@ impl<'env> WriteTxn<'env> {
         self.check_usable()?;
         check_key(self.env, key)?;
         let (rec, cmp) = self.tree(db)?;
-        btree::get(&self.pages, rec, cmp, key)
+        btree::get(&self.pages, &rec, cmp, key)
     }
 
     /// Stores `value` under `key`. `flags` from [`put_flags`]: `NO_OVERWRITE` and `APPEND`
@@ -467,13 +666,6 @@ impl<'env> WriteTxn<'env> {
         flags: u32,
     ) -> Result<Option<btree::Path>> {
         self.check_usable()?;
-        if db != Database::MAIN {
-            return Err(if db == Database::FREE {
-                Error::InvalidArgument("the free DB is read-only")
-            } else {
-                Error::BadDbi
-            });
-        }
         check_key(self.env, key)?;
         if value.len() > u32::MAX as usize {
             return Err(Error::BadValSize {
@@ -491,33 +683,33 @@ impl<'env> WriteTxn<'env> {
         let mode = PutMode {
             no_overwrite: flags & put_flags::NO_OVERWRITE != 0,
             append: flags & put_flags::APPEND != 0,
+            node_flags: 0,
         };
+        let (record, cmp) = self.tree_mut(db)?;
+        let mut record_copy = *record;
         let r = TreeMut {
             store: &mut self.pages,
-            db: &mut self.main_db,
-            cmp: KeyCmp::Lexicographic,
+            db: &mut record_copy,
+            cmp,
         }
         .put(key, value, mode);
+        *self.tree_mut(db)?.0 = record_copy;
         self.note(r)
     }
 
     /// Deletes `key`. Returns false if it was not present.
     pub fn delete(&mut self, db: Database, key: &[u8]) -> Result<bool> {
         self.check_usable()?;
-        if db != Database::MAIN {
-            return Err(if db == Database::FREE {
-                Error::InvalidArgument("the free DB is read-only")
-            } else {
-                Error::BadDbi
-            });
-        }
         check_key(self.env, key)?;
+        let (record, cmp) = self.tree_mut(db)?;
+        let mut record_copy = *record;
         let r = TreeMut {
             store: &mut self.pages,
-            db: &mut self.main_db,
-            cmp: KeyCmp::Lexicographic,
+            db: &mut record_copy,
+            cmp,
         }
         .delete(key);
+        *self.tree_mut(db)?.0 = record_copy;
         self.note(r)
     }
 
@@ -525,20 +717,23 @@ impl<'env> WriteTxn<'env> {
     pub fn cursor(&self, db: Database) -> Result<Cursor<'_>> {
         self.check_usable()?;
         let (rec, cmp) = self.tree(db)?;
-        Ok(Cursor::new(Source::Write(&self.pages), *rec, cmp))
+        Ok(Cursor::new(Source::Write(&self.pages), rec, cmp))
     }
 
     /// A cursor that can also write (put and delete at its position).
     pub fn cursor_mut(&mut self, db: Database) -> Result<WriteCursor<'_, 'env>> {
         self.check_usable()?;
-        if db != Database::MAIN {
-            return Err(Error::BadDbi);
-        }
+        self.tree_mut(db)?;
         Ok(WriteCursor {
             txn: self,
             db,
             pos: Position::default(),
         })
+    }
+
+    /// Statistics of `db` as this txn sees it.
+    pub fn db_stat(&self, db: Database) -> Result<Stat> {
+        Ok(stat_of(&self.tree(db)?.0, self.env.page_size))
     }
 
     /// Statistics of the main database as this txn sees it.
@@ -549,7 +744,10 @@ impl<'env> WriteTxn<'env> {
     /// Commits: every change becomes durable (unless `NO_SYNC`) and visible atomically.
     pub fn commit(mut self) -> Result<()> {
         self.check_usable()?;
-        if self.pages.dirty_count() == 0 && self.main_db == self.base.main_db {
+        if self.pages.dirty_count() == 0
+            && self.main_db == self.base.main_db
+            && self.named.values().all(|n| !n.dirty)
+        {
             return Ok(()); // Nothing changed: LMDB writes no meta either.
         }
         let r = self.commit_inner();
@@ -560,6 +758,27 @@ impl<'env> WriteTxn<'env> {
     }
 
     fn commit_inner(&mut self) -> Result<()> {
+        // Named DBs this txn changed: their records go into the main DB.
+        let mut changed: Vec<(u32, DbRecord)> = self
+            .named
+            .iter()
+            .filter(|(_, n)| n.dirty)
+            .map(|(&dbi, n)| (dbi, n.record))
+            .collect();
+        changed.sort_unstable_by_key(|&(dbi, _)| dbi);
+        for (dbi, record) in changed {
+            let (name, _, _) = catalog_entry(self.env, Database(dbi))?;
+            let mode = PutMode {
+                node_flags: crate::page::node_flags::SUBDATA,
+                ..PutMode::default()
+            };
+            TreeMut {
+                store: &mut self.pages,
+                db: &mut self.main_db,
+                cmp: KeyCmp::Lexicographic,
+            }
+            .put(&name, &record.to_bytes(), mode)?;
+        }
         freelist::save(&mut self.pages, &mut self.free_db, self.txnid)?;
         let env = self.env;
         let ps = env.page_size;
@@ -658,7 +877,17 @@ impl WriteCursor<'_, '_> {
     }
 
     fn rec(&self) -> DbRecord {
-        self.txn.main_db
+        self.txn
+            .tree(self.db)
+            .map(|(r, _)| r)
+            .unwrap_or(DbRecord::empty(0))
+    }
+
+    fn cmp(&self) -> KeyCmp {
+        self.txn
+            .tree(self.db)
+            .map(|(_, c)| c)
+            .unwrap_or(KeyCmp::Lexicographic)
     }
 
     /// First item.
@@ -693,10 +922,7 @@ impl WriteCursor<'_, '_> {
     /// Moves to `key` exactly.
     pub fn set(&mut self, key: &[u8]) -> Result<Option<Item<'_>>> {
         let rec = self.rec();
-        match self
-            .pos
-            .seek(&self.txn.pages, &rec, KeyCmp::Lexicographic, key)?
-        {
+        match self.pos.seek(&self.txn.pages, &rec, self.cmp(), key)? {
             Some(true) => self.found(true),
             _ => {
                 self.pos.state = State::Unset;
@@ -710,7 +936,7 @@ impl WriteCursor<'_, '_> {
         let rec = self.rec();
         let found = self
             .pos
-            .seek(&self.txn.pages, &rec, KeyCmp::Lexicographic, key)?
+            .seek(&self.txn.pages, &rec, self.cmp(), key)?
             .is_some();
         self.found(found)
     }
@@ -731,9 +957,7 @@ impl WriteCursor<'_, '_> {
             Some(path) => self.pos.place(&self.txn.pages, path)?,
             None => {
                 let rec = self.rec();
-                let found = self
-                    .pos
-                    .seek(&self.txn.pages, &rec, KeyCmp::Lexicographic, key)?;
+                let found = self.pos.seek(&self.txn.pages, &rec, self.cmp(), key)?;
                 debug_assert_eq!(found, Some(true));
             }
         }
@@ -753,7 +977,7 @@ impl WriteCursor<'_, '_> {
         let rec = self.rec();
         if self
             .pos
-            .seek(&self.txn.pages, &rec, KeyCmp::Lexicographic, &key)?
+            .seek(&self.txn.pages, &rec, self.cmp(), &key)?
             .is_none()
         {
             // Nothing follows: stand one past the last item, so `prev` yields it.

@@ -1,0 +1,190 @@
+//! Named databases: a catalog in the main DB, handles valid in every txn, key flags.
+
+use ferrocore::{db_flags, env_flags, Database, Env, EnvOptions, Error};
+
+fn open(dir: &std::path::Path, max_dbs: u32) -> Env {
+    // SAFETY: the test owns the directory.
+    unsafe {
+        EnvOptions::new()
+            .max_dbs(max_dbs)
+            .flags(env_flags::NO_SYNC)
+            .open(dir)
+            .unwrap()
+    }
+}
+
+const CREATE: u32 = db_flags::CREATE;
+
+#[test]
+fn named_dbs_persist_with_their_key_order() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let env = open(dir.path(), 10);
+        let mut txn = env.begin_write().unwrap();
+        let plain = txn.open_db(Some("plain"), CREATE).unwrap();
+        let ints = txn
+            .open_db(Some("ints"), CREATE | db_flags::INTEGER_KEY as u32)
+            .unwrap();
+        let rev = txn
+            .open_db(Some("rev"), CREATE | db_flags::REVERSE_KEY as u32)
+            .unwrap();
+        for i in [300u32, 2, 70_000, 1] {
+            txn.put(ints, &i.to_le_bytes(), b"i", 0).unwrap();
+        }
+        for k in [&b"ab"[..], b"ba", b"ca", b"b"] {
+            txn.put(rev, k, b"r", 0).unwrap();
+        }
+        for i in 0..2000u32 {
+            txn.put(plain, &i.to_be_bytes(), &[7u8; 40], 0).unwrap();
+        }
+        txn.put(Database::MAIN, b"just a key", b"in main", 0)
+            .unwrap();
+        txn.commit().unwrap();
+        assert_eq!(env.check().unwrap().named_dbs, 3);
+    }
+    let env = open(dir.path(), 10);
+    let txn = env.begin_read().unwrap();
+    let ints = txn.open_db(Some("ints")).unwrap();
+    let rev = txn.open_db(Some("rev")).unwrap();
+    let plain = txn.open_db(Some("plain")).unwrap();
+    let mut c = txn.cursor(ints).unwrap();
+    let mut got = Vec::new();
+    let mut item = c.first().unwrap();
+    while let Some((k, _)) = item {
+        got.push(u32::from_le_bytes(k.try_into().unwrap()));
+        item = c.next().unwrap();
+    }
+    assert_eq!(got, [1, 2, 300, 70_000], "INTEGERKEY orders numerically");
+    let mut c = txn.cursor(rev).unwrap();
+    let mut got = Vec::new();
+    let mut item = c.first().unwrap();
+    while let Some((k, _)) = item {
+        got.push(k.to_vec());
+        item = c.next().unwrap();
+    }
+    assert_eq!(
+        got,
+        [
+            b"ba".to_vec(),
+            b"ca".to_vec(),
+            b"b".to_vec(),
+            b"ab".to_vec()
+        ],
+        "REVERSEKEY compares from the end"
+    );
+    assert_eq!(txn.db_stat(plain).unwrap().entries, 2000);
+    assert_eq!(
+        txn.get(plain, &5u32.to_be_bytes()).unwrap(),
+        Some(&[7u8; 40][..])
+    );
+    assert_eq!(
+        txn.get(Database::MAIN, b"just a key").unwrap(),
+        Some(&b"in main"[..])
+    );
+    // The main DB lists the named DBs' records too, as in LMDB (4 keys).
+    assert_eq!(txn.stat().entries, 4);
+    txn.check().unwrap();
+}
+
+#[test]
+fn bad_inputs_give_lmdb_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path(), 2);
+    let mut txn = env.begin_write().unwrap();
+    assert!(matches!(
+        txn.open_db(Some("missing"), 0),
+        Err(Error::NotFound)
+    ));
+    let a = txn.open_db(Some("a"), CREATE).unwrap();
+    txn.open_db(Some("b"), CREATE).unwrap();
+    let e = txn.open_db(Some("c"), CREATE).unwrap_err();
+    assert!(matches!(e, Error::DbsFull), "{e}");
+    assert_eq!(e.lmdb_code(), -30791);
+    assert!(matches!(
+        txn.open_db(Some("d"), CREATE | db_flags::DUP_SORT as u32),
+        Err(Error::InvalidArgument(_))
+    ));
+    txn.put(a, b"k", b"v", 0).unwrap();
+    // A named DB's record in the main DB is not plain data.
+    let e = txn.put(Database::MAIN, b"a", b"overwrite", 0).unwrap_err();
+    assert!(matches!(e, Error::Incompatible), "{e}");
+    assert!(matches!(
+        txn.delete(Database::MAIN, b"a"),
+        Err(Error::Incompatible)
+    ));
+    txn.commit().unwrap();
+    // Reopening with other key flags is incompatible.
+    let mut txn = env.begin_write().unwrap();
+    assert!(matches!(
+        txn.open_db(Some("a"), db_flags::INTEGER_KEY as u32),
+        Err(Error::Incompatible)
+    ));
+    // A plain main-DB key cannot be opened as a DB.
+    txn.put(Database::MAIN, b"plain", b"x", 0).unwrap();
+    assert!(matches!(
+        txn.open_db(Some("plain"), CREATE),
+        Err(Error::Incompatible)
+    ));
+    assert!(matches!(
+        txn.put(Database::from_dbi(99), b"k", b"v", 0),
+        Err(Error::BadDbi)
+    ));
+    txn.commit().unwrap();
+}
+
+#[test]
+fn handles_are_valid_in_every_txn() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path(), 4);
+    let old_reader = env.begin_read().unwrap();
+    let mut txn = env.begin_write().unwrap();
+    let db = txn.open_db(Some("late"), CREATE).unwrap();
+    txn.put(db, b"k", b"v", 0).unwrap();
+    txn.commit().unwrap();
+    // The reader began before the DB existed: the handle works and the DB reads as empty.
+    assert_eq!(old_reader.get(db, b"k").unwrap(), None);
+    assert_eq!(old_reader.db_stat(db).unwrap().entries, 0);
+    assert!(old_reader.cursor(db).unwrap().first().unwrap().is_none());
+    let new_reader = env.begin_read().unwrap();
+    assert_eq!(new_reader.get(db, b"k").unwrap(), Some(&b"v"[..]));
+    // A DB created by a txn that aborted: the handle stays valid, the DB does not exist.
+    let mut txn = env.begin_write().unwrap();
+    let gone = txn.open_db(Some("gone"), CREATE).unwrap();
+    txn.put(gone, b"k", b"v", 0).unwrap();
+    txn.abort();
+    assert_eq!(env.begin_read().unwrap().get(gone, b"k").unwrap(), None);
+    let mut txn = env.begin_write().unwrap();
+    assert!(matches!(txn.put(gone, b"k", b"v", 0), Err(Error::BadDbi)));
+    // It can be created again and gets the same handle.
+    assert_eq!(txn.open_db(Some("gone"), CREATE).unwrap(), gone);
+    txn.put(gone, b"k", b"again", 0).unwrap();
+    txn.commit().unwrap();
+    assert_eq!(
+        env.begin_read().unwrap().get(gone, b"k").unwrap(),
+        Some(&b"again"[..])
+    );
+    env.check().unwrap();
+}
+
+#[test]
+fn write_cursor_on_a_named_db() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path(), 1);
+    let mut txn = env.begin_write().unwrap();
+    let db = txn
+        .open_db(Some("ints"), CREATE | db_flags::INTEGER_KEY as u32)
+        .unwrap();
+    {
+        let mut c = txn.cursor_mut(db).unwrap();
+        for i in (0..500u64).rev() {
+            c.put(&i.to_le_bytes(), b"v", 0).unwrap();
+        }
+        assert_eq!(c.first().unwrap().unwrap().0, &0u64.to_le_bytes());
+        c.delete().unwrap();
+        assert_eq!(c.current().unwrap().unwrap().0, &1u64.to_le_bytes());
+    }
+    txn.commit().unwrap();
+    let txn = env.begin_read().unwrap();
+    assert_eq!(txn.db_stat(db).unwrap().entries, 499);
+    txn.check().unwrap();
+}
