@@ -7,14 +7,19 @@
 //! - W4 random point reads over the loaded DB, one thread;
 //! - W5 full cursor scan.
 //!
+//! - W1 many DBs (`w1` subcommand, see `w1.rs`).
+//!
 //! `cargo run --release -p ferrocore-bench -- -n 1000000 -r 3`
+//! `cargo run --release -p ferrocore-bench -- w1`
+
+mod w1;
 
 use std::ffi::CString;
 use std::path::Path;
 use std::ptr;
 use std::time::Instant;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use lmdb_master_sys as ffi;
 
 #[derive(Parser)]
@@ -32,6 +37,16 @@ struct Args {
     /// Run one engine only (for profiling under callgrind): ferrocore or lmdb.
     #[arg(long)]
     only: Option<String>,
+    #[command(subcommand)]
+    workload: Option<Workload>,
+}
+
+/// Workloads with their own options; without one, W3 to W5 run.
+#[derive(Subcommand)]
+enum Workload {
+    /// W1 many DBs: read txn begin/abort and renew/reset with a cursor on DB 0, for
+    /// 10 to 100,000 named DBs.
+    W1(w1::W1Args),
 }
 
 /// splitmix64, so both engines see the same keys.
@@ -212,6 +227,9 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// Which phase of a run a table row reports.
+type Pick = fn(&Times) -> f64;
+
 fn compare(keys: &[[u8; 16]], reps: usize, sync: bool) {
     let mut f = Vec::new();
     let mut l = Vec::new();
@@ -223,7 +241,7 @@ fn compare(keys: &[[u8; 16]], reps: usize, sync: bool) {
     }
     let n = keys.len() as f64;
     let label = if sync { "synced" } else { "no sync" };
-    let rows: [(&str, fn(&Times) -> f64); 3] = [
+    let rows: [(&str, Pick); 3] = [
         ("W3 random insert, txns of 1000", |t| t.insert),
         ("W4 random get, 1 thread", |t| t.get),
         ("W5 full scan", |t| t.scan),
@@ -242,6 +260,10 @@ fn compare(keys: &[[u8; 16]], reps: usize, sync: bool) {
 
 fn main() {
     let args = Args::parse();
+    if let Some(Workload::W1(w1_args)) = &args.workload {
+        w1::run(w1_args);
+        return;
+    }
     let keys = keys(args.entries, 42);
     if let Some(engine) = args.only.as_deref() {
         let d = tempfile::tempdir().unwrap();

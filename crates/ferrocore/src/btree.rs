@@ -340,6 +340,9 @@ pub struct PutMode {
     /// Node flags of the item: 0 for plain data, `SUBDATA` for a named DB's record in the
     /// main DB. An existing item of the other kind is not replaced (`Incompatible`).
     pub node_flags: u16,
+    /// Replace an existing node whatever its kind (DUPSORT code turning a single value
+    /// into a set of duplicates and back).
+    pub any_kind: bool,
 }
 
 /// Fails with `Incompatible` unless an existing node's kind (plain data or named-DB
@@ -561,7 +564,9 @@ impl<S: PageStore> TreeMut<'_, S> {
         let (idx, exact) = search(&*self.store, self.db, self.cmp, key, &mut path)?;
         if exact {
             let flags = view(&*self.store, path.leaf())?.node(idx)?.flags;
-            check_node_kind(flags, mode.node_flags)?;
+            if !mode.any_kind {
+                check_node_kind(flags, mode.node_flags)?;
+            }
             if mode.no_overwrite {
                 return Err(Error::KeyExist);
             }
@@ -591,6 +596,7 @@ impl<S: PageStore> TreeMut<'_, S> {
                 }
                 self.free_overflow(stored)?;
             } else if size == value.len()
+                && flags == mode.node_flags
                 && NODE_HEADER_SIZE + key.len() + value.len() <= node_max(self.page_size())
             {
                 edit::overwrite_inline_data(self.store.dirty_mut(leaf), idx, value);

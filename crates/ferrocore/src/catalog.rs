@@ -55,6 +55,19 @@ pub fn cmp_for_flags(flags: u16) -> KeyCmp {
     }
 }
 
+/// The value order of a DUPSORT DB with these flags, or `None` if it is not DUPSORT.
+pub fn dup_order(flags: u16) -> Option<KeyCmp> {
+    if flags & db_flags::DUP_SORT == 0 {
+        None
+    } else if flags & db_flags::REVERSE_DUP != 0 {
+        Some(KeyCmp::Reverse)
+    } else if flags & db_flags::INTEGER_DUP != 0 {
+        Some(KeyCmp::Integer)
+    } else {
+        Some(KeyCmp::Lexicographic)
+    }
+}
+
 impl Catalog {
     /// An empty catalog allowing `max_dbs` named DBs.
     pub fn new(max_dbs: usize) -> Self {

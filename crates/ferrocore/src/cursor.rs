@@ -5,6 +5,7 @@ use crate::btree::{self, view, KeyCmp, Path, MAX_DEPTH};
 use crate::error::{Error, Result};
 use crate::meta::DbRecord;
 use crate::page::P_INVALID;
+use crate::page::{Node, PageView};
 use crate::store::PageSource;
 
 /// Where a cursor stands.
@@ -14,9 +15,6 @@ pub enum State {
     Unset,
     /// On the item at `path`.
     Valid,
-    /// The item it stood on was deleted through it; `path` holds the item that followed
-    /// (if any): `next` returns that item, `prev` the one before it.
-    AfterDelete,
 }
 
 /// A position in a tree.
@@ -79,6 +77,18 @@ fn descend_edge<S: PageSource + ?Sized>(
 }
 
 impl Position {
+    /// The leaf node at the position, and its leaf page number.
+    pub fn node<'s, S: PageSource + ?Sized>(&self, src: &'s S) -> Result<(Node<'s>, u64)> {
+        if self.state == State::Unset {
+            return Err(Error::NotFound);
+        }
+        let page = view(src, self.path.leaf())?;
+        if self.path.leaf_idx() >= page.num_keys() {
+            return Err(Error::NotFound);
+        }
+        Ok((page.node(self.path.leaf_idx())?, self.path.leaf()))
+    }
+
     /// Stands on the item at `path` (a path a tree operation just produced).
     pub fn place<S: PageSource + ?Sized>(&mut self, src: &S, path: Path) -> Result<()> {
         self.path = path;
@@ -147,14 +157,7 @@ impl Position {
     pub fn next<S: PageSource + ?Sized>(&mut self, src: &S, db: &DbRecord) -> Result<bool> {
         match self.state {
             State::Unset => self.first(src, db),
-            State::AfterDelete => {
-                self.state = State::Valid;
-                if self.leaf_has_item(src)? {
-                    return Ok(true);
-                }
-                self.state = State::Unset;
-                Ok(false)
-            }
+
             State::Valid => self.step(src, db, true),
         }
     }
@@ -163,22 +166,9 @@ impl Position {
     pub fn prev<S: PageSource + ?Sized>(&mut self, src: &S, db: &DbRecord) -> Result<bool> {
         match self.state {
             State::Unset => self.last(src, db),
-            State::AfterDelete => {
-                // The deleted item's successor sits at path (possibly one past the leaf's end).
-                self.state = State::Valid;
-                let level = self.path.leaf_level();
-                if self.path.idx[level] > 0 {
-                    self.path.idx[level] -= 1;
-                    return Ok(true);
-                }
-                self.step(src, db, false)
-            }
+
             State::Valid => self.step(src, db, false),
         }
-    }
-    fn leaf_has_item<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
-        self.leaf_keys = view(src, self.path.leaf())?.num_keys();
-        Ok(self.path.leaf_idx() < self.leaf_keys)
     }
 
     /// One step forward or back from a valid position.
@@ -235,5 +225,388 @@ impl Position {
         }
         let node = page.node(self.path.leaf_idx())?;
         Ok((node.key, btree::node_value(src, &node)?))
+    }
+}
+
+/// Where a cursor stands among the values of its key in a DUPSORT DB.
+#[derive(Clone, Debug)]
+pub enum DupPos {
+    /// The key has one value, stored in its node.
+    Single,
+    /// Value `idx` of the `count` in the node's sub-page.
+    Sub { idx: usize, count: usize },
+    /// A position in the key's sub-DB.
+    Tree { pos: Box<Position>, rec: DbRecord },
+}
+
+/// The value `dup` designates in `node` (a node of leaf page `leaf`).
+pub fn dup_value<'s, S: PageSource + ?Sized>(
+    src: &'s S,
+    dup: &DupPos,
+    node: &Node<'s>,
+    leaf: u64,
+) -> Result<&'s [u8]> {
+    match dup {
+        DupPos::Single => Ok(node.data),
+        DupPos::Sub { idx, .. } => PageView::parse(node.data, leaf)?.key(*idx),
+        DupPos::Tree { pos, .. } => Ok(pos.current(src)?.0),
+    }
+}
+
+/// A cursor's state over one DB: its place in the tree and, in a DUPSORT DB, among the
+/// current key's values. Movement is LMDB's `MDB_cursor_op` set; each move returns
+/// whether the cursor now stands on an item.
+#[derive(Clone, Debug)]
+pub struct CursorCore {
+    /// The DB's record (root and counts) as the cursor's txn sees it.
+    pub db: DbRecord,
+    /// Key order.
+    pub cmp: KeyCmp,
+    /// Value order, for DUPSORT DBs.
+    pub dcmp: Option<KeyCmp>,
+    /// Place in the tree.
+    pub pos: Position,
+    /// Place among the values (DUPSORT DBs, when positioned).
+    pub dup: Option<DupPos>,
+    /// The item the cursor stood on was deleted through it; it now stands on the item that
+    /// followed, which `next` returns without moving.
+    after_delete: bool,
+    /// After a delete, nothing followed: `next` fails, `prev` returns the last item.
+    past_end: bool,
+}
+
+impl CursorCore {
+    /// An unpositioned cursor over the DB `db`.
+    pub fn new(db: DbRecord, cmp: KeyCmp) -> Self {
+        CursorCore {
+            db,
+            cmp,
+            dcmp: crate::catalog::dup_order(db.flags),
+            pos: Position::default(),
+            dup: None,
+            after_delete: false,
+            past_end: false,
+        }
+    }
+
+    /// True if the cursor stands on an item.
+    pub fn is_valid(&self) -> bool {
+        self.pos.state == State::Valid && !self.past_end
+    }
+
+    fn clear_delete_marks(&mut self) {
+        self.after_delete = false;
+        self.past_end = false;
+    }
+
+    /// Enters the current key's values at the first (or last) one.
+    fn enter<S: PageSource + ?Sized>(&mut self, src: &S, last: bool) -> Result<()> {
+        if self.dcmp.is_none() {
+            self.dup = None;
+            return Ok(());
+        }
+        let (node, leaf) = self.pos.node(src)?;
+        self.dup = Some(match crate::dupsort::dups_of(&node, leaf)? {
+            crate::dupsort::Dups::Single(_) => DupPos::Single,
+            crate::dupsort::Dups::SubPage(sub) => {
+                let count = sub.num_keys();
+                DupPos::Sub {
+                    idx: if last { count - 1 } else { 0 },
+                    count,
+                }
+            }
+            crate::dupsort::Dups::SubDb(rec) => {
+                let mut pos = Position::default();
+                let found = if last {
+                    pos.last(src, &rec)?
+                } else {
+                    pos.first(src, &rec)?
+                };
+                if !found {
+                    return Err(Error::corrupted(leaf, "empty duplicate sub-DB"));
+                }
+                DupPos::Tree {
+                    pos: Box::new(pos),
+                    rec,
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// After a tree move: enter the new key's values, or forget them if it failed.
+    fn landed<S: PageSource + ?Sized>(&mut self, src: &S, moved: bool, last: bool) -> Result<bool> {
+        if moved {
+            self.enter(src, last)?;
+        } else {
+            self.dup = None;
+        }
+        Ok(moved)
+    }
+
+    /// One step among the current key's values; false at the end of them.
+    fn dup_step<S: PageSource + ?Sized>(&mut self, src: &S, forward: bool) -> Result<bool> {
+        match &mut self.dup {
+            None | Some(DupPos::Single) => Ok(false),
+            Some(DupPos::Sub { idx, count }) => {
+                if forward && *idx + 1 < *count {
+                    *idx += 1;
+                    Ok(true)
+                } else if !forward && *idx > 0 {
+                    *idx -= 1;
+                    Ok(true)
+                } else {
+                    Ok(false)
+                }
+            }
+            Some(DupPos::Tree { pos, rec }) => {
+                let mut probe = (**pos).clone();
+                let moved = if forward {
+                    probe.next(src, rec)?
+                } else {
+                    probe.prev(src, rec)?
+                };
+                if moved {
+                    **pos = probe;
+                }
+                Ok(moved)
+            }
+        }
+    }
+
+    /// `MDB_FIRST`.
+    pub fn first<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
+        self.clear_delete_marks();
+        let moved = self.pos.first(src, &self.db)?;
+        self.landed(src, moved, false)
+    }
+
+    /// `MDB_LAST`.
+    pub fn last<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
+        self.clear_delete_marks();
+        let moved = self.pos.last(src, &self.db)?;
+        self.landed(src, moved, true)
+    }
+
+    /// `MDB_NEXT`: the next value of this key, else the first of the next key.
+    pub fn next<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
+        if self.past_end {
+            return Ok(false);
+        }
+        if std::mem::take(&mut self.after_delete) {
+            return Ok(self.is_valid());
+        }
+        if self.pos.state == State::Valid && self.dup_step(src, true)? {
+            return Ok(true);
+        }
+        let moved = self.pos.next(src, &self.db)?;
+        self.landed(src, moved, false)
+    }
+
+    /// `MDB_PREV`: the previous value of this key, else the last of the previous key.
+    pub fn prev<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
+        if std::mem::take(&mut self.past_end) {
+            self.after_delete = false;
+            return Ok(self.is_valid());
+        }
+        self.after_delete = false;
+        if self.pos.state == State::Valid && self.dup_step(src, false)? {
+            return Ok(true);
+        }
+        let moved = self.pos.prev(src, &self.db)?;
+        self.landed(src, moved, true)
+    }
+
+    /// `MDB_NEXT_DUP`: the next value of the current key only.
+    pub fn next_dup<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
+        if !self.is_valid() {
+            return Ok(false);
+        }
+        if std::mem::take(&mut self.after_delete) {
+            return Ok(true);
+        }
+        self.dup_step(src, true)
+    }
+
+    /// `MDB_PREV_DUP`: the previous value of the current key only.
+    pub fn prev_dup<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
+        self.after_delete = false;
+        if !self.is_valid() {
+            return Ok(false);
+        }
+        self.dup_step(src, false)
+    }
+
+    /// `MDB_NEXT_NODUP`: the first value of the next key.
+    pub fn next_nodup<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
+        if self.past_end {
+            return Ok(false);
+        }
+        self.clear_delete_marks();
+        let moved = self.pos.next(src, &self.db)?;
+        self.landed(src, moved, false)
+    }
+
+    /// `MDB_PREV_NODUP`: the last value of the previous key.
+    pub fn prev_nodup<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
+        let was_past_end = self.past_end;
+        self.clear_delete_marks();
+        if was_past_end {
+            // Standing after the last item: the previous key is the last one.
+            return self.landed(src, self.pos.state == State::Valid, true);
+        }
+        let moved = self.pos.prev(src, &self.db)?;
+        self.landed(src, moved, true)
+    }
+
+    /// `MDB_FIRST_DUP` / `MDB_LAST_DUP`: the first or last value of the current key.
+    pub fn edge_dup<S: PageSource + ?Sized>(&mut self, src: &S, last: bool) -> Result<bool> {
+        self.clear_delete_marks();
+        if self.pos.state != State::Valid {
+            return Ok(false);
+        }
+        self.enter(src, last)?;
+        Ok(true)
+    }
+
+    /// `MDB_SET` (exact key) or `MDB_SET_RANGE` (first key `>= key`); at the first value.
+    pub fn seek<S: PageSource + ?Sized>(
+        &mut self,
+        src: &S,
+        key: &[u8],
+        exact: bool,
+    ) -> Result<bool> {
+        self.clear_delete_marks();
+        let found = match self.pos.seek(src, &self.db, self.cmp, key)? {
+            Some(is_exact) => is_exact || !exact,
+            None => false,
+        };
+        if !found {
+            self.pos.state = State::Unset;
+        }
+        self.landed(src, found, false)
+    }
+
+    /// `MDB_GET_BOTH` (`exact`) or `MDB_GET_BOTH_RANGE`: key `key`, and the value equal to
+    /// (or the first `>=`) `value`.
+    pub fn seek_both<S: PageSource + ?Sized>(
+        &mut self,
+        src: &S,
+        key: &[u8],
+        value: &[u8],
+        exact: bool,
+    ) -> Result<bool> {
+        if !self.seek(src, key, true)? {
+            return Ok(false);
+        }
+        let found = match self.dcmp {
+            None => {
+                // Not DUPSORT: the one value must match (LMDB compares with memcmp).
+                let (node, _) = self.pos.node(src)?;
+                let v = btree::node_value(src, &node)?;
+                if exact {
+                    v == value
+                } else {
+                    v >= value
+                }
+            }
+            Some(dcmp) => self.seek_value(src, dcmp, value, exact)?,
+        };
+        if !found {
+            self.pos.state = State::Unset;
+            self.dup = None;
+        }
+        Ok(found)
+    }
+
+    fn seek_value<S: PageSource + ?Sized>(
+        &mut self,
+        src: &S,
+        dcmp: KeyCmp,
+        value: &[u8],
+        exact: bool,
+    ) -> Result<bool> {
+        let (node, leaf) = self.pos.node(src)?;
+        match self.dup.as_mut() {
+            None => Ok(false),
+            Some(DupPos::Single) => {
+                let ord = dcmp.compare(node.data, value);
+                Ok(ord == std::cmp::Ordering::Equal
+                    || (!exact && ord == std::cmp::Ordering::Greater))
+            }
+            Some(DupPos::Sub { idx, .. }) => {
+                let sub = PageView::parse(node.data, leaf)?;
+                let (i, eq) =
+                    btree::leaf_search(&sub, |a: &[u8], b: &[u8]| dcmp.compare(a, b), value)?;
+                *idx = i;
+                Ok(if exact { eq } else { i < sub.num_keys() })
+            }
+            Some(DupPos::Tree { pos, rec }) => {
+                let rec = *rec;
+                match pos.seek(src, &rec, dcmp, value)? {
+                    Some(eq) => Ok(eq || !exact),
+                    None => Ok(false),
+                }
+            }
+        }
+    }
+
+    /// Number of values of the current key (`mdb_cursor_count`).
+    pub fn count<S: PageSource + ?Sized>(&self, src: &S) -> Result<u64> {
+        if !self.is_valid() {
+            return Err(Error::InvalidArgument("cursor is not positioned"));
+        }
+        Ok(match &self.dup {
+            None | Some(DupPos::Single) => 1,
+            Some(DupPos::Sub { count, .. }) => *count as u64,
+            Some(DupPos::Tree { rec, .. }) => {
+                let _ = src;
+                rec.entries
+            }
+        })
+    }
+
+    /// The key and value at the cursor.
+    pub fn item<'s, S: PageSource + ?Sized>(&self, src: &'s S) -> Result<(&'s [u8], &'s [u8])> {
+        if !self.is_valid() {
+            return Err(Error::NotFound);
+        }
+        let (node, leaf) = self.pos.node(src)?;
+        let value = match &self.dup {
+            Some(dup) => dup_value(src, dup, &node, leaf)?,
+            None => btree::node_value(src, &node)?,
+        };
+        Ok((node.key, value))
+    }
+
+    /// After the item (`key`, `value`) was deleted through this cursor: stand on what
+    /// followed it, so that `next` returns that and `prev` the item before the deleted one.
+    pub fn reposition_after_delete<S: PageSource + ?Sized>(
+        &mut self,
+        src: &S,
+        db: DbRecord,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Result<()> {
+        self.db = db;
+        let mut found = match value {
+            Some(v) if self.dcmp.is_some() => self.seek_both(src, key, v, false)?,
+            _ => false,
+        };
+        if !found {
+            // The key is gone (or had no later value): the next key, if any.
+            found = self.seek(src, key, false)?;
+            if found && self.cmp.compare(self.item(src)?.0, key) == std::cmp::Ordering::Equal {
+                found = self.next_nodup(src)?;
+            }
+        }
+        if found {
+            self.after_delete = true;
+            return Ok(());
+        }
+        if self.last(src)? {
+            self.past_end = true;
+        }
+        Ok(())
     }
 }

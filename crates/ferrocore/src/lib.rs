@@ -27,6 +27,7 @@ pub mod btree;
 pub mod catalog;
 pub mod check;
 pub mod cursor;
+pub mod dupsort;
 pub mod env;
 pub mod error;
 pub mod freelist;

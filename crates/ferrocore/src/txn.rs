@@ -12,8 +12,9 @@ use std::sync::atomic::Ordering;
 use std::sync::MutexGuard;
 
 use crate::btree::{self, KeyCmp, PutMode, TreeMut};
-use crate::catalog::{cmp_for_flags, KNOWN_FLAGS};
-use crate::cursor::{Position, State};
+use crate::catalog::{cmp_for_flags, dup_order, KNOWN_FLAGS};
+use crate::cursor::{dup_value, CursorCore, DupPos};
+use crate::dupsort::{self, DupTree};
 use crate::env::{env_flags, EnvInner, Stat};
 use crate::error::{Error, Result};
 use crate::freelist::{self, Reclaim};
@@ -128,16 +129,34 @@ fn check_db_flags(flags: u32) -> Result<u16> {
         return Err(Error::InvalidArgument("unknown database flag"));
     }
     let db_flags = (flags & KNOWN_FLAGS as u32) as u16;
-    let dup = crate::db_flags::DUP_SORT
-        | crate::db_flags::DUP_FIXED
-        | crate::db_flags::INTEGER_DUP
-        | crate::db_flags::REVERSE_DUP;
-    if db_flags & dup != 0 {
+    if db_flags & crate::db_flags::DUP_FIXED != 0 {
         return Err(Error::InvalidArgument(
-            "DUPSORT databases are not supported yet (issue 3)",
+            "DUPFIXED databases are not supported yet (issue 3)",
         ));
     }
     Ok(db_flags)
+}
+
+/// The value of `key` (for a DUPSORT DB, its first value).
+fn read_value<'s, S: PageSource + ?Sized>(
+    src: &'s S,
+    rec: &DbRecord,
+    cmp: KeyCmp,
+    key: &[u8],
+) -> Result<Option<&'s [u8]>> {
+    let Some(dcmp) = dup_order(rec.flags) else {
+        return btree::get(src, rec, cmp, key);
+    };
+    if rec.root == crate::page::P_INVALID {
+        return Ok(None);
+    }
+    let mut path = btree::Path::default();
+    let (idx, exact) = btree::search(src, rec, cmp, key, &mut path)?;
+    if !exact {
+        return Ok(None);
+    }
+    let node = btree::view(src, path.leaf())?.node(idx)?;
+    dupsort::first_value(src, dupsort::dups_of(&node, path.leaf())?, dcmp).map(Some)
 }
 
 /// A reader slot held by a read txn; given back on drop.
@@ -248,7 +267,7 @@ impl<'env> ReadTxn<'env> {
     pub fn get(&self, db: Database, key: &[u8]) -> Result<Option<&[u8]>> {
         check_key(self.env, key)?;
         let (rec, cmp) = self.tree(db)?;
-        btree::get(&self.pages, &rec, cmp, key)
+        read_value(&self.pages, &rec, cmp, key)
     }
 
     /// A cursor over `db`.
@@ -303,14 +322,14 @@ impl<'env> InactiveReadTxn<'env> {
     }
 }
 
-/// A cursor: a position in a database that moves in key order.
+/// A cursor: a position in a database that moves in key order (and, in a DUPSORT
+/// database, through each key's values in their order).
 ///
-/// Each move returns `Ok(None)` where LMDB returns `MDB_NOTFOUND`.
+/// Each move returns `Ok(None)` where LMDB returns `MDB_NOTFOUND`; items borrow from the
+/// transaction, not the cursor.
 pub struct Cursor<'t> {
     src: Source<'t>,
-    db: DbRecord,
-    cmp: KeyCmp,
-    pos: Position,
+    core: CursorCore,
     /// The current leaf, parsed once while the cursor stays on it.
     leaf: Option<PageView<'t>>,
 }
@@ -330,6 +349,15 @@ impl<'t> Source<'t> {
         match self {
             Source::Snapshot(s) => s.page(pgno),
             Source::Write(w) => w.page(pgno),
+        }
+    }
+
+    /// A duplicate value of a leaf node, borrowed for the whole of `'t`.
+    #[inline]
+    fn dup_value_for_txn(self, dup: &DupPos, node: &Node<'t>, leaf: u64) -> Result<&'t [u8]> {
+        match self {
+            Source::Snapshot(s) => dup_value(s, dup, node, leaf),
+            Source::Write(w) => dup_value(w, dup, node, leaf),
         }
     }
 
@@ -368,9 +396,7 @@ impl<'t> Cursor<'t> {
     fn new(src: Source<'t>, db: DbRecord, cmp: KeyCmp) -> Self {
         Cursor {
             src,
-            db,
-            cmp,
-            pos: Position::default(),
+            core: CursorCore::new(db, cmp),
             leaf: None,
         }
     }
@@ -378,10 +404,10 @@ impl<'t> Cursor<'t> {
     /// The item the cursor stands on, if `moved`.
     #[inline]
     fn found(&mut self, moved: bool) -> Result<Option<Item<'t>>> {
-        if !moved {
+        if !moved || !self.core.is_valid() {
             return Ok(None);
         }
-        let pgno = self.pos.path.leaf();
+        let pgno = self.core.pos.path.leaf();
         let leaf = match self.leaf {
             Some(view) if view.pgno() == pgno => view,
             _ => {
@@ -390,59 +416,112 @@ impl<'t> Cursor<'t> {
                 view
             }
         };
-        let node = leaf.node(self.pos.path.leaf_idx())?;
-        Ok(Some((node.key, self.src.value_for_txn(&node)?)))
+        let idx = self.core.pos.path.leaf_idx();
+        if idx >= leaf.num_keys() {
+            return Ok(None);
+        }
+        let node = leaf.node(idx)?;
+        let value = match &self.core.dup {
+            None => self.src.value_for_txn(&node)?,
+            Some(dup) => self.src.dup_value_for_txn(dup, &node, pgno)?,
+        };
+        Ok(Some((node.key, value)))
     }
 
-    /// First item.
+    /// First item (`MDB_FIRST`).
     pub fn first(&mut self) -> Result<Option<Item<'t>>> {
-        let moved = self.pos.first(&self.src, &self.db)?;
+        let moved = self.core.first(&self.src)?;
         self.found(moved)
     }
 
-    /// Last item.
+    /// Last item (`MDB_LAST`).
     pub fn last(&mut self) -> Result<Option<Item<'t>>> {
-        let moved = self.pos.last(&self.src, &self.db)?;
+        let moved = self.core.last(&self.src)?;
         self.found(moved)
     }
 
-    /// Next item (the first, if the cursor is not positioned).
+    /// Next item, the first if not positioned (`MDB_NEXT`).
     #[allow(clippy::should_implement_trait)]
     #[inline]
     pub fn next(&mut self) -> Result<Option<Item<'t>>> {
-        let moved = self.pos.next(&self.src, &self.db)?;
+        let moved = self.core.next(&self.src)?;
         self.found(moved)
     }
 
-    /// Previous item (the last, if the cursor is not positioned).
+    /// Previous item, the last if not positioned (`MDB_PREV`).
     pub fn prev(&mut self) -> Result<Option<Item<'t>>> {
-        let moved = self.pos.prev(&self.src, &self.db)?;
+        let moved = self.core.prev(&self.src)?;
         self.found(moved)
     }
 
-    /// Moves to `key` exactly (`MDB_SET_KEY`).
+    /// Next value of the current key (`MDB_NEXT_DUP`).
+    pub fn next_dup(&mut self) -> Result<Option<Item<'t>>> {
+        let moved = self.core.next_dup(&self.src)?;
+        self.found(moved)
+    }
+
+    /// Previous value of the current key (`MDB_PREV_DUP`).
+    pub fn prev_dup(&mut self) -> Result<Option<Item<'t>>> {
+        let moved = self.core.prev_dup(&self.src)?;
+        self.found(moved)
+    }
+
+    /// First value of the next key (`MDB_NEXT_NODUP`).
+    pub fn next_nodup(&mut self) -> Result<Option<Item<'t>>> {
+        let moved = self.core.next_nodup(&self.src)?;
+        self.found(moved)
+    }
+
+    /// Last value of the previous key (`MDB_PREV_NODUP`).
+    pub fn prev_nodup(&mut self) -> Result<Option<Item<'t>>> {
+        let moved = self.core.prev_nodup(&self.src)?;
+        self.found(moved)
+    }
+
+    /// First value of the current key (`MDB_FIRST_DUP`).
+    pub fn first_dup(&mut self) -> Result<Option<Item<'t>>> {
+        let moved = self.core.edge_dup(&self.src, false)?;
+        self.found(moved)
+    }
+
+    /// Last value of the current key (`MDB_LAST_DUP`).
+    pub fn last_dup(&mut self) -> Result<Option<Item<'t>>> {
+        let moved = self.core.edge_dup(&self.src, true)?;
+        self.found(moved)
+    }
+
+    /// Moves to `key` exactly, at its first value (`MDB_SET_KEY`).
     pub fn set(&mut self, key: &[u8]) -> Result<Option<Item<'t>>> {
-        match self.pos.seek(&self.src, &self.db, self.cmp, key)? {
-            Some(true) => self.found(true),
-            _ => {
-                self.pos.state = State::Unset;
-                Ok(None)
-            }
-        }
+        let moved = self.core.seek(&self.src, key, true)?;
+        self.found(moved)
     }
 
     /// Moves to the first key `>= key` (`MDB_SET_RANGE`).
     pub fn set_range(&mut self, key: &[u8]) -> Result<Option<Item<'t>>> {
-        let found = self.pos.seek(&self.src, &self.db, self.cmp, key)?.is_some();
-        self.found(found)
+        let moved = self.core.seek(&self.src, key, false)?;
+        self.found(moved)
+    }
+
+    /// Moves to the pair `key`/`value` (`MDB_GET_BOTH`).
+    pub fn get_both(&mut self, key: &[u8], value: &[u8]) -> Result<Option<Item<'t>>> {
+        let moved = self.core.seek_both(&self.src, key, value, true)?;
+        self.found(moved)
+    }
+
+    /// Moves to `key` and its first value `>= value` (`MDB_GET_BOTH_RANGE`).
+    pub fn get_both_range(&mut self, key: &[u8], value: &[u8]) -> Result<Option<Item<'t>>> {
+        let moved = self.core.seek_both(&self.src, key, value, false)?;
+        self.found(moved)
     }
 
     /// The item at the cursor (`MDB_GET_CURRENT`).
     pub fn current(&mut self) -> Result<Option<Item<'t>>> {
-        if self.pos.state != State::Valid {
-            return Ok(None);
-        }
         self.found(true)
+    }
+
+    /// Number of values of the current key (`mdb_cursor_count`).
+    pub fn count(&self) -> Result<u64> {
+        self.core.count(&self.src)
     }
 }
 
@@ -649,7 +728,7 @@ impl<'env> WriteTxn<'env> {
         self.check_usable()?;
         check_key(self.env, key)?;
         let (rec, cmp) = self.tree(db)?;
-        btree::get(&self.pages, &rec, cmp, key)
+        read_value(&self.pages, &rec, cmp, key)
     }
 
     /// Stores `value` under `key`. `flags` from [`put_flags`]: `NO_OVERWRITE` and `APPEND`
@@ -674,19 +753,46 @@ impl<'env> WriteTxn<'env> {
                 max: u32::MAX as usize,
             });
         }
-        let known = put_flags::NO_OVERWRITE | put_flags::APPEND;
+        let known = put_flags::NO_OVERWRITE | put_flags::APPEND | put_flags::NO_DUP_DATA;
         if flags & !known != 0 {
             return Err(Error::InvalidArgument(
                 "put flag not supported on this database yet",
             ));
         }
-        let mode = PutMode {
-            no_overwrite: flags & put_flags::NO_OVERWRITE != 0,
-            append: flags & put_flags::APPEND != 0,
-            node_flags: 0,
-        };
+        let no_overwrite = flags & put_flags::NO_OVERWRITE != 0;
         let (record, cmp) = self.tree_mut(db)?;
         let mut record_copy = *record;
+        if let Some(dcmp) = dup_order(record_copy.flags) {
+            if value.is_empty() || value.len() > self.env.max_key_size {
+                return Err(Error::BadValSize {
+                    what: "duplicate value",
+                    size: value.len(),
+                    max: self.env.max_key_size,
+                });
+            }
+            if flags & (put_flags::APPEND | put_flags::APPEND_DUP) != 0 {
+                return Err(Error::InvalidArgument(
+                    "APPEND on a DUPSORT database is not supported yet",
+                ));
+            }
+            let no_dup_data = flags & put_flags::NO_DUP_DATA != 0;
+            let tree = TreeMut {
+                store: &mut self.pages,
+                db: &mut record_copy,
+                cmp,
+            };
+            let r = DupTree { tree, dcmp }.put(key, value, no_overwrite, no_dup_data);
+            *self.tree_mut(db)?.0 = record_copy;
+            return self.note(r.map(|_| None));
+        }
+        if flags & put_flags::NO_DUP_DATA != 0 {
+            return Err(Error::Incompatible);
+        }
+        let mode = PutMode {
+            no_overwrite,
+            append: flags & put_flags::APPEND != 0,
+            ..PutMode::default()
+        };
         let r = TreeMut {
             store: &mut self.pages,
             db: &mut record_copy,
@@ -700,15 +806,33 @@ impl<'env> WriteTxn<'env> {
     /// Deletes `key`. Returns false if it was not present.
     pub fn delete(&mut self, db: Database, key: &[u8]) -> Result<bool> {
         self.check_usable()?;
+        self.delete_value(db, key, None)
+    }
+
+    /// Deletes one key/value pair of a DUPSORT DB (LMDB's `mdb_del` with data); on other
+    /// DBs `value` is ignored, as in LMDB. Returns false if the pair was not present.
+    pub fn delete_value(&mut self, db: Database, key: &[u8], value: Option<&[u8]>) -> Result<bool> {
+        self.check_usable()?;
         check_key(self.env, key)?;
         let (record, cmp) = self.tree_mut(db)?;
         let mut record_copy = *record;
-        let r = TreeMut {
-            store: &mut self.pages,
-            db: &mut record_copy,
-            cmp,
-        }
-        .delete(key);
+        let r = match dup_order(record_copy.flags) {
+            Some(dcmp) => DupTree {
+                tree: TreeMut {
+                    store: &mut self.pages,
+                    db: &mut record_copy,
+                    cmp,
+                },
+                dcmp,
+            }
+            .delete(key, value),
+            None => TreeMut {
+                store: &mut self.pages,
+                db: &mut record_copy,
+                cmp,
+            }
+            .delete(key),
+        };
         *self.tree_mut(db)?.0 = record_copy;
         self.note(r)
     }
@@ -723,11 +847,12 @@ impl<'env> WriteTxn<'env> {
     /// A cursor that can also write (put and delete at its position).
     pub fn cursor_mut(&mut self, db: Database) -> Result<WriteCursor<'_, 'env>> {
         self.check_usable()?;
-        self.tree_mut(db)?;
+        let (record, cmp) = self.tree_mut(db)?;
+        let core = CursorCore::new(*record, cmp);
         Ok(WriteCursor {
             txn: self,
             db,
-            pos: Position::default(),
+            core,
         })
     }
 
@@ -861,135 +986,138 @@ impl Drop for WriteTxn<'_> {
     }
 }
 
-/// A cursor on the write txn that can put and delete at its position.
+/// A cursor on the write txn that can also put and delete at its position.
 pub struct WriteCursor<'t, 'env> {
     txn: &'t mut WriteTxn<'env>,
     db: Database,
-    pos: Position,
+    core: CursorCore,
+}
+
+/// Generates the movement methods of [`WriteCursor`], each a [`CursorCore`] move followed
+/// by the item it lands on.
+macro_rules! write_cursor_moves {
+    ($($(#[$doc:meta])* $name:ident => |$core:ident, $src:ident| $move:expr;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(&mut self) -> Result<Option<Item<'_>>> {
+                self.refresh()?;
+                let $core = &mut self.core;
+                let $src = &self.txn.pages;
+                let moved = $move?;
+                self.found(moved)
+            }
+        )*
+    };
 }
 
 impl WriteCursor<'_, '_> {
+    /// Picks up the DB's record as the txn's own changes left it.
+    fn refresh(&mut self) -> Result<()> {
+        self.core.db = self.txn.tree(self.db)?.0;
+        Ok(())
+    }
+
     fn found(&self, moved: bool) -> Result<Option<Item<'_>>> {
-        if !moved {
+        if !moved || !self.core.is_valid() {
             return Ok(None);
         }
-        self.pos.current(&self.txn.pages).map(Some)
-    }
-
-    fn rec(&self) -> DbRecord {
-        self.txn
-            .tree(self.db)
-            .map(|(r, _)| r)
-            .unwrap_or(DbRecord::empty(0))
-    }
-
-    fn cmp(&self) -> KeyCmp {
-        self.txn
-            .tree(self.db)
-            .map(|(_, c)| c)
-            .unwrap_or(KeyCmp::Lexicographic)
-    }
-
-    /// First item.
-    pub fn first(&mut self) -> Result<Option<Item<'_>>> {
-        let rec = self.rec();
-        let moved = self.pos.first(&self.txn.pages, &rec)?;
-        self.found(moved)
-    }
-
-    /// Last item.
-    pub fn last(&mut self) -> Result<Option<Item<'_>>> {
-        let rec = self.rec();
-        let moved = self.pos.last(&self.txn.pages, &rec)?;
-        self.found(moved)
-    }
-
-    /// Next item; after a delete through this cursor, the item that followed the deleted one.
-    #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> Result<Option<Item<'_>>> {
-        let rec = self.rec();
-        let moved = self.pos.next(&self.txn.pages, &rec)?;
-        self.found(moved)
-    }
-
-    /// Previous item.
-    pub fn prev(&mut self) -> Result<Option<Item<'_>>> {
-        let rec = self.rec();
-        let moved = self.pos.prev(&self.txn.pages, &rec)?;
-        self.found(moved)
-    }
-
-    /// Moves to `key` exactly.
-    pub fn set(&mut self, key: &[u8]) -> Result<Option<Item<'_>>> {
-        let rec = self.rec();
-        match self.pos.seek(&self.txn.pages, &rec, self.cmp(), key)? {
-            Some(true) => self.found(true),
-            _ => {
-                self.pos.state = State::Unset;
-                Ok(None)
-            }
-        }
-    }
-
-    /// Moves to the first key `>= key`.
-    pub fn set_range(&mut self, key: &[u8]) -> Result<Option<Item<'_>>> {
-        let rec = self.rec();
-        let found = self
-            .pos
-            .seek(&self.txn.pages, &rec, self.cmp(), key)?
-            .is_some();
-        self.found(found)
-    }
-
-    /// The item at the cursor; after a delete, the item that followed the deleted one.
-    pub fn current(&self) -> Result<Option<Item<'_>>> {
-        match self.pos.current(&self.txn.pages) {
+        match self.core.item(&self.txn.pages) {
             Ok(item) => Ok(Some(item)),
             Err(Error::NotFound) => Ok(None),
             Err(e) => Err(e),
         }
     }
 
-    /// Stores `key`/`value` and leaves the cursor on it.
+    write_cursor_moves! {
+        /// First item (`MDB_FIRST`).
+        first => |c, src| c.first(src);
+        /// Last item (`MDB_LAST`).
+        last => |c, src| c.last(src);
+        /// Next item; after a delete through this cursor, the item that followed it.
+        next => |c, src| c.next(src);
+        /// Previous item.
+        prev => |c, src| c.prev(src);
+        /// Next value of the current key (`MDB_NEXT_DUP`).
+        next_dup => |c, src| c.next_dup(src);
+        /// Previous value of the current key (`MDB_PREV_DUP`).
+        prev_dup => |c, src| c.prev_dup(src);
+        /// First value of the next key (`MDB_NEXT_NODUP`).
+        next_nodup => |c, src| c.next_nodup(src);
+        /// Last value of the previous key (`MDB_PREV_NODUP`).
+        prev_nodup => |c, src| c.prev_nodup(src);
+        /// First value of the current key (`MDB_FIRST_DUP`).
+        first_dup => |c, src| c.edge_dup(src, false);
+        /// Last value of the current key (`MDB_LAST_DUP`).
+        last_dup => |c, src| c.edge_dup(src, true);
+    }
+
+    /// Moves to `key` exactly (`MDB_SET_KEY`).
+    pub fn set(&mut self, key: &[u8]) -> Result<Option<Item<'_>>> {
+        self.refresh()?;
+        let moved = self.core.seek(&self.txn.pages, key, true)?;
+        self.found(moved)
+    }
+
+    /// Moves to the first key `>= key` (`MDB_SET_RANGE`).
+    pub fn set_range(&mut self, key: &[u8]) -> Result<Option<Item<'_>>> {
+        self.refresh()?;
+        let moved = self.core.seek(&self.txn.pages, key, false)?;
+        self.found(moved)
+    }
+
+    /// Moves to the pair `key`/`value` (`MDB_GET_BOTH`).
+    pub fn get_both(&mut self, key: &[u8], value: &[u8]) -> Result<Option<Item<'_>>> {
+        self.refresh()?;
+        let moved = self.core.seek_both(&self.txn.pages, key, value, true)?;
+        self.found(moved)
+    }
+
+    /// Moves to `key` and its first value `>= value` (`MDB_GET_BOTH_RANGE`).
+    pub fn get_both_range(&mut self, key: &[u8], value: &[u8]) -> Result<Option<Item<'_>>> {
+        self.refresh()?;
+        let moved = self.core.seek_both(&self.txn.pages, key, value, false)?;
+        self.found(moved)
+    }
+
+    /// The item at the cursor; after a delete, the item that followed the deleted one.
+    pub fn current(&self) -> Result<Option<Item<'_>>> {
+        self.found(true)
+    }
+
+    /// Number of values of the current key.
+    pub fn count(&self) -> Result<u64> {
+        self.core.count(&self.txn.pages)
+    }
+
+    /// Stores `key`/`value` and leaves the cursor on that pair.
     pub fn put(&mut self, key: &[u8], value: &[u8], flags: u32) -> Result<()> {
-        let path = self.txn.put_inner(self.db, key, value, flags)?;
-        match path {
-            Some(path) => self.pos.place(&self.txn.pages, path)?,
-            None => {
-                let rec = self.rec();
-                let found = self.pos.seek(&self.txn.pages, &rec, self.cmp(), key)?;
-                debug_assert_eq!(found, Some(true));
-            }
-        }
+        self.txn.put_inner(self.db, key, value, flags)?;
+        self.refresh()?;
+        let found = if self.core.dcmp.is_some() {
+            self.core.seek_both(&self.txn.pages, key, value, true)?
+        } else {
+            self.core.seek(&self.txn.pages, key, true)?
+        };
+        debug_assert!(found, "a pair just stored is found");
         Ok(())
     }
 
-    /// Deletes the item at the cursor. The cursor then stands on the item that followed it:
-    /// `next` returns that item, `prev` the one before the deleted item.
-    pub fn delete(&mut self) -> Result<()> {
-        let key = match self.pos.current(&self.txn.pages) {
-            Ok((k, _)) if self.pos.state == State::Valid => k.to_vec(),
-            Ok(_) | Err(Error::NotFound) => return Err(Error::NotFound),
+    /// Deletes the item at the cursor: in a DUPSORT DB the current value, or with
+    /// `put_flags::NO_DUP_DATA` every value of the key. The cursor then stands on the item
+    /// that followed: `next` returns it, `prev` the one before the deleted item.
+    pub fn delete(&mut self, flags: u32) -> Result<()> {
+        let (key, value) = match self.core.item(&self.txn.pages) {
+            Ok((k, v)) => (k.to_vec(), v.to_vec()),
             Err(e) => return Err(e),
         };
-        let deleted = self.txn.delete(self.db, &key)?;
+        let all = flags & put_flags::NO_DUP_DATA != 0 || self.core.dcmp.is_none();
+        let deleted =
+            self.txn
+                .delete_value(self.db, &key, if all { None } else { Some(&value) })?;
         debug_assert!(deleted);
-        let rec = self.rec();
-        if self
-            .pos
-            .seek(&self.txn.pages, &rec, self.cmp(), &key)?
-            .is_none()
-        {
-            // Nothing follows: stand one past the last item, so `prev` yields it.
-            if self.pos.last(&self.txn.pages, &rec)? {
-                let level = self.pos.path.leaf_level();
-                self.pos.path.idx[level] += 1;
-            } else {
-                self.pos.state = State::Unset;
-                return Ok(());
-            }
-        }
-        self.pos.state = State::AfterDelete;
-        Ok(())
+        self.refresh()?;
+        let db = self.core.db;
+        self.core
+            .reposition_after_delete(&self.txn.pages, db, &key, (!all).then_some(&value[..]))
     }
 }

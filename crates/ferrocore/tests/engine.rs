@@ -455,7 +455,7 @@ fn write_cursor_put_and_delete() {
         // Delete every other item walking forward.
         let mut at = c.first().unwrap().map(|(k, _)| k.to_vec());
         while at.is_some() {
-            c.delete().unwrap();
+            c.delete(0).unwrap();
             at = c.next().unwrap().map(|(k, _)| k.to_vec()); // the successor
             if at.is_some() {
                 at = c.next().unwrap().map(|(k, _)| k.to_vec());
@@ -463,7 +463,7 @@ fn write_cursor_put_and_delete() {
         }
         // Deleting the last item leaves prev() on the one before it.
         let last = c.last().unwrap().unwrap().0.to_vec();
-        c.delete().unwrap();
+        c.delete(0).unwrap();
         assert_eq!(c.current().unwrap(), None);
         assert_eq!(c.next().unwrap(), None);
         assert!(c.prev().unwrap().unwrap().0 < &last[..]);

@@ -281,7 +281,7 @@ fn run_segment(env: &Env, ops: &[Op], committed: &mut Model, seed: &mut u64) -> 
                 let mut at = cursor.set_range(&k).unwrap().map(|(a, _)| a.to_vec());
                 for _ in 0..*count {
                     let Some(cur) = at else { break };
-                    cursor.delete().unwrap();
+                    cursor.delete(0).unwrap();
                     assert!(model.remove(&cur).is_some());
                     // The cursor now stands on the successor: `current` and `next` yield it.
                     let succ = model

@@ -101,7 +101,10 @@ fn bad_inputs_give_lmdb_errors() {
     assert!(matches!(e, Error::DbsFull), "{e}");
     assert_eq!(e.lmdb_code(), -30791);
     assert!(matches!(
-        txn.open_db(Some("d"), CREATE | db_flags::DUP_SORT as u32),
+        txn.open_db(
+            Some("d"),
+            CREATE | (db_flags::DUP_SORT | db_flags::DUP_FIXED) as u32
+        ),
         Err(Error::InvalidArgument(_))
     ));
     txn.put(a, b"k", b"v", 0).unwrap();
@@ -180,7 +183,7 @@ fn write_cursor_on_a_named_db() {
             c.put(&i.to_le_bytes(), b"v", 0).unwrap();
         }
         assert_eq!(c.first().unwrap().unwrap().0, &0u64.to_le_bytes());
-        c.delete().unwrap();
+        c.delete(0).unwrap();
         assert_eq!(c.current().unwrap().unwrap().0, &1u64.to_le_bytes());
     }
     txn.commit().unwrap();

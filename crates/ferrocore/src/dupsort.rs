@@ -1,0 +1,390 @@
+//! DUPSORT: sorted duplicate values per key, stored the way LMDB stores them.
+//!
+//! A key's values live in its leaf node in one of three forms (see docs/FORMAT.md):
+//! - one value: a plain node whose data is the value;
+//! - a few values: node flag `DUPDATA`, data = a *sub-page*, a small leaf page embedded in
+//!   the node whose nodes have the values as keys and empty data (flags LEAF|DIRTY|SUBP);
+//! - many values: flags `DUPDATA|SUBDATA`, data = the 48-byte record of a *sub-DB*, a tree
+//!   whose keys are the values.
+//!
+//! A value set grows from one form to the next when it no longer fits the node (`node_max`)
+//! and, as in LMDB, never shrinks back. Values are at most `max_key_size` bytes (they are
+//! keys of the sub-tree) and are ordered by the DB's duplicate comparator.
+//!
+//! DUPFIXED (LEAF2 pages) is not supported yet: such databases are refused when opened.
+
+use crate::btree::{self, KeyCmp, PutMode, TreeMut};
+use crate::cursor::Position;
+use crate::error::{Error, Result};
+use crate::meta::DbRecord;
+use crate::page::{
+    edit, even, node_flags, node_max, page_flags, Node, NodeValue, PageView, NODE_HEADER_SIZE,
+    PAGE_HEADER_SIZE, P_INVALID,
+};
+use crate::store::{PageSource, PageStore};
+
+/// The values of one key, as its node stores them.
+#[derive(Clone, Copy, Debug)]
+pub enum Dups<'a> {
+    /// A single value, stored as plain node data.
+    Single(&'a [u8]),
+    /// Values in an embedded sub-page.
+    SubPage(PageView<'a>),
+    /// Values in a sub-DB with this record.
+    SubDb(DbRecord),
+}
+
+/// Decodes the value set of a leaf node of a DUPSORT DB (`leaf_pgno` for errors).
+pub fn dups_of<'a>(node: &Node<'a>, leaf_pgno: u64) -> Result<Dups<'a>> {
+    let kind = node.flags & (node_flags::DUPDATA | node_flags::SUBDATA | node_flags::BIGDATA);
+    match kind {
+        0 => Ok(Dups::Single(node.data)),
+        node_flags::DUPDATA => {
+            let sub = PageView::parse(node.data, leaf_pgno)?;
+            if sub.flags() & page_flags::SUBP == 0 || !sub.is_leaf() || sub.num_keys() == 0 {
+                return Err(Error::corrupted(leaf_pgno, "bad duplicate sub-page"));
+            }
+            Ok(Dups::SubPage(sub))
+        }
+        k if k == node_flags::DUPDATA | node_flags::SUBDATA => {
+            if node.data.len() != DbRecord::SIZE {
+                return Err(Error::corrupted(
+                    leaf_pgno,
+                    "sub-DB record of the wrong size",
+                ));
+            }
+            Ok(Dups::SubDb(DbRecord::decode(node.data)))
+        }
+        _ => Err(Error::corrupted(
+            leaf_pgno,
+            "unexpected node flags in a DUPSORT DB",
+        )),
+    }
+}
+
+/// Size of a plain sub-page holding `values` with no free space.
+fn subpage_size(values: &[&[u8]]) -> usize {
+    PAGE_HEADER_SIZE
+        + values
+            .iter()
+            .map(|v| 2 + even(NODE_HEADER_SIZE + v.len()))
+            .sum::<usize>()
+}
+
+/// Encodes sorted `values` as a plain sub-page.
+pub fn encode_subpage(values: &[&[u8]]) -> Vec<u8> {
+    let mut buf = vec![0u8; subpage_size(values)];
+    edit::init(
+        &mut buf,
+        0,
+        page_flags::LEAF | page_flags::DIRTY | page_flags::SUBP,
+    );
+    for (i, v) in values.iter().enumerate() {
+        let ok = edit::insert_node(
+            &mut buf,
+            i,
+            v,
+            NodeValue::Inline {
+                flags: 0,
+                data: &[],
+            },
+        );
+        assert!(ok, "sub-page sized for its values");
+    }
+    debug_assert_eq!(edit::free_space(&buf), 0);
+    buf
+}
+
+/// The values of a sub-page, in order.
+fn subpage_values<'a>(sub: &PageView<'a>) -> Result<Vec<&'a [u8]>> {
+    (0..sub.num_keys()).map(|i| sub.key(i)).collect()
+}
+
+/// Number of values in a set.
+pub fn count<S: PageSource + ?Sized>(_src: &S, dups: &Dups<'_>) -> u64 {
+    match dups {
+        Dups::Single(_) => 1,
+        Dups::SubPage(sub) => sub.num_keys() as u64,
+        Dups::SubDb(rec) => rec.entries,
+    }
+}
+
+/// The first value of a set.
+pub fn first_value<'s, S: PageSource + ?Sized>(
+    src: &'s S,
+    dups: Dups<'s>,
+    dcmp: KeyCmp,
+) -> Result<&'s [u8]> {
+    match dups {
+        Dups::Single(v) => Ok(v),
+        Dups::SubPage(sub) => sub.key(0),
+        Dups::SubDb(rec) => {
+            let mut pos = Position::default();
+            let _ = dcmp;
+            if !pos.first(src, &rec)? {
+                return Err(Error::corrupted(rec.root, "empty sub-DB"));
+            }
+            Ok(pos.current(src)?.0)
+        }
+    }
+}
+
+/// Frees every page of the tree `rec` (a sub-DB being deleted).
+pub fn free_tree<S: PageStore>(store: &mut S, rec: &DbRecord) -> Result<()> {
+    if rec.root == P_INVALID {
+        return Ok(());
+    }
+    let mut stack = vec![(rec.root, 1usize)];
+    while let Some((pgno, level)) = stack.pop() {
+        if level > btree::MAX_DEPTH {
+            return Err(Error::corrupted(pgno, "tree deeper than the maximum"));
+        }
+        let page = btree::view(&*store, pgno)?;
+        if page.is_branch() {
+            for i in 0..page.num_keys() {
+                stack.push((page.child(i)?, level + 1));
+            }
+        }
+        store.free(pgno, 1);
+    }
+    Ok(())
+}
+
+/// Writes to a DUPSORT tree.
+pub struct DupTree<'a, S: PageStore> {
+    /// The main tree of the DB (keys to value sets).
+    pub tree: TreeMut<'a, S>,
+    /// The order of values.
+    pub dcmp: KeyCmp,
+}
+
+/// What `DupTree::put` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DupPut {
+    /// The value was added.
+    Added,
+    /// The key/value pair was already there; nothing changed.
+    Present,
+}
+
+impl<S: PageStore> DupTree<'_, S> {
+    /// The value set of `key`, copied out (so the tree can be changed afterwards).
+    fn load(&self, key: &[u8]) -> Result<Option<OwnedDups>> {
+        let db = *self.tree.db;
+        let src = &*self.tree.store;
+        if db.root == P_INVALID {
+            return Ok(None);
+        }
+        let mut path = btree::Path::default();
+        let (idx, exact) = btree::search(src, &db, self.tree.cmp, key, &mut path)?;
+        if !exact {
+            return Ok(None);
+        }
+        let node = btree::view(src, path.leaf())?.node(idx)?;
+        Ok(Some(match dups_of(&node, path.leaf())? {
+            Dups::Single(v) => OwnedDups::Values(vec![v.to_vec()]),
+            Dups::SubPage(sub) => OwnedDups::Values(
+                subpage_values(&sub)?
+                    .into_iter()
+                    .map(<[u8]>::to_vec)
+                    .collect(),
+            ),
+            Dups::SubDb(rec) => OwnedDups::SubDb(rec),
+        }))
+    }
+
+    /// Stores `values` (sorted, at least one) as `key`'s set: a plain node, a sub-page, or
+    /// a new sub-DB when the sub-page would not fit the node.
+    fn store_values(&mut self, key: &[u8], values: &[&[u8]]) -> Result<()> {
+        let entries = self.tree.db.entries;
+        let node_limit = node_max(self.tree.store.page_size());
+        let any = PutMode {
+            any_kind: true,
+            ..PutMode::default()
+        };
+        if values.len() == 1 {
+            self.tree.put(key, values[0], any)?;
+        } else if NODE_HEADER_SIZE + key.len() + subpage_size(values) <= node_limit {
+            let sub = encode_subpage(values);
+            self.tree.put(
+                key,
+                &sub,
+                PutMode {
+                    node_flags: node_flags::DUPDATA,
+                    ..any
+                },
+            )?;
+        } else {
+            let mut rec = DbRecord::empty(0);
+            for v in values {
+                TreeMut {
+                    store: &mut *self.tree.store,
+                    db: &mut rec,
+                    cmp: self.dcmp,
+                }
+                .put(v, &[], PutMode::default())?;
+            }
+            self.tree.put(
+                key,
+                &rec.to_bytes(),
+                PutMode {
+                    node_flags: node_flags::DUPDATA | node_flags::SUBDATA,
+                    ..any
+                },
+            )?;
+        }
+        self.tree.db.entries = entries;
+        Ok(())
+    }
+
+    /// Adds `value` to `key`'s set. `no_overwrite`: fail if the key exists at all;
+    /// `no_dup_data`: fail if the pair exists.
+    pub fn put(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        no_overwrite: bool,
+        no_dup_data: bool,
+    ) -> Result<DupPut> {
+        let existing = self.load(key)?;
+        if existing.is_some() && no_overwrite {
+            return Err(Error::KeyExist);
+        }
+        let entries = self.tree.db.entries;
+        match existing {
+            None => {
+                self.tree.put(key, value, PutMode::default())?;
+            }
+            Some(OwnedDups::Values(mut values)) => {
+                let pos = values.binary_search_by(|v| self.dcmp.compare(v, value));
+                let Err(at) = pos else {
+                    return if no_dup_data {
+                        Err(Error::KeyExist)
+                    } else {
+                        Ok(DupPut::Present)
+                    };
+                };
+                values.insert(at, value.to_vec());
+                let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
+                self.store_values(key, &refs)?;
+            }
+            Some(OwnedDups::SubDb(mut rec)) => {
+                let r = TreeMut {
+                    store: &mut *self.tree.store,
+                    db: &mut rec,
+                    cmp: self.dcmp,
+                }
+                .put(
+                    value,
+                    &[],
+                    PutMode {
+                        no_overwrite: true,
+                        ..PutMode::default()
+                    },
+                );
+                match r {
+                    Err(Error::KeyExist) => {
+                        return if no_dup_data {
+                            Err(Error::KeyExist)
+                        } else {
+                            Ok(DupPut::Present)
+                        };
+                    }
+                    r => r?,
+                };
+                let mode = PutMode {
+                    node_flags: node_flags::DUPDATA | node_flags::SUBDATA,
+                    any_kind: true,
+                    ..PutMode::default()
+                };
+                self.tree.put(key, &rec.to_bytes(), mode)?;
+            }
+        }
+        self.tree.db.entries = entries + 1;
+        Ok(DupPut::Added)
+    }
+
+    /// Deletes `value` from `key`'s set, or (`None`) the whole set. Returns false if
+    /// nothing matched.
+    pub fn delete(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<bool> {
+        let Some(existing) = self.load(key)? else {
+            return Ok(false);
+        };
+        let entries = self.tree.db.entries;
+        let removed = match (existing, value) {
+            (OwnedDups::Values(values), None) => {
+                self.delete_node(key)?;
+                values.len() as u64
+            }
+            (OwnedDups::SubDb(rec), None) => {
+                free_tree(&mut *self.tree.store, &rec)?;
+                self.delete_node(key)?;
+                rec.entries
+            }
+            (OwnedDups::Values(mut values), Some(value)) => {
+                let Ok(at) = values.binary_search_by(|v| self.dcmp.compare(v, value)) else {
+                    return Ok(false);
+                };
+                values.remove(at);
+                if values.is_empty() {
+                    self.delete_node(key)?;
+                } else {
+                    // LMDB keeps the sub-page form even for one value left.
+                    let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
+                    let sub = encode_subpage(&refs);
+                    let mode = PutMode {
+                        node_flags: node_flags::DUPDATA,
+                        any_kind: true,
+                        ..PutMode::default()
+                    };
+                    self.tree.put(key, &sub, mode)?;
+                }
+                1
+            }
+            (OwnedDups::SubDb(mut rec), Some(value)) => {
+                let found = TreeMut {
+                    store: &mut *self.tree.store,
+                    db: &mut rec,
+                    cmp: self.dcmp,
+                }
+                .delete(value)?;
+                if !found {
+                    return Ok(false);
+                }
+                if rec.entries == 0 {
+                    self.delete_node(key)?;
+                } else {
+                    let mode = PutMode {
+                        node_flags: node_flags::DUPDATA | node_flags::SUBDATA,
+                        any_kind: true,
+                        ..PutMode::default()
+                    };
+                    self.tree.put(key, &rec.to_bytes(), mode)?;
+                }
+                1
+            }
+        };
+        self.tree.db.entries = entries - removed;
+        Ok(true)
+    }
+
+    /// Deletes `key`'s node, whatever form its set has.
+    fn delete_node(&mut self, key: &[u8]) -> Result<()> {
+        let node_kind = {
+            let src = &*self.tree.store;
+            let db = *self.tree.db;
+            btree::get_node(src, &db, self.tree.cmp, key)?
+                .map(|(f, _)| f)
+                .unwrap_or(0)
+        };
+        let kind = node_kind & (node_flags::DUPDATA | node_flags::SUBDATA);
+        self.tree.delete_kind(key, kind)?;
+        Ok(())
+    }
+}
+
+/// A key's value set copied out of its node.
+enum OwnedDups {
+    Values(Vec<Vec<u8>>),
+    SubDb(DbRecord),
+}
