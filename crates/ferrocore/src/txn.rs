@@ -999,6 +999,7 @@ macro_rules! write_cursor_moves {
     ($($(#[$doc:meta])* $name:ident => |$core:ident, $src:ident| $move:expr;)*) => {
         $(
             $(#[$doc])*
+            #[allow(clippy::should_implement_trait)]
             pub fn $name(&mut self) -> Result<Option<Item<'_>>> {
                 self.refresh()?;
                 let $core = &mut self.core;

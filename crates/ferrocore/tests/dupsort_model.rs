@@ -59,7 +59,7 @@ fn key_bytes(k: u8) -> Vec<u8> {
 
 /// Values of varied length that sort differently from their numbers.
 fn value_bytes(v: u16) -> Vec<u8> {
-    let len = 1 + (v as usize * 7) % 60 + if v % 50 == 0 { 400 } else { 0 };
+    let len = 1 + (v as usize * 7) % 60 + if v.is_multiple_of(50) { 400 } else { 0 };
     let mut out = Vec::with_capacity(len);
     let mut x = (v as u32).wrapping_mul(2_654_435_761) | 1;
     while out.len() < len {
@@ -292,7 +292,7 @@ fn run(ops: &[Op]) -> u64 {
                 // The cursor stands on the pair that followed.
                 let succ = pairs(model)
                     .into_iter()
-                    .find(|(a, b)| (a, b) > (&ck, &cv) && (*all && a > &ck || !*all));
+                    .find(|(a, b)| (a, b) > (&ck, &cv) && (!*all || a > &ck));
                 assert_eq!(
                     c.next().unwrap().map(|(a, b)| (a.to_vec(), b.to_vec())),
                     succ
