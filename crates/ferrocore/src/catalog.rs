@@ -25,6 +25,25 @@ pub const KNOWN_FLAGS: u16 = db_flags::REVERSE_KEY
     | db_flags::INTEGER_DUP
     | db_flags::REVERSE_DUP;
 
+/// The orders of a DB: of its keys, and of its values if it is DUPSORT.
+#[derive(Clone, Copy, Debug)]
+pub struct Orders {
+    /// Key order.
+    pub key: KeyCmp,
+    /// Value order of a DUPSORT DB; `None` otherwise.
+    pub dup: Option<KeyCmp>,
+}
+
+impl Orders {
+    /// The orders LMDB uses for these DB flags.
+    pub fn for_flags(flags: u16) -> Orders {
+        Orders {
+            key: cmp_for_flags(flags),
+            dup: dup_order(flags),
+        }
+    }
+}
+
 /// One opened named DB.
 #[derive(Clone, Debug)]
 pub struct CatalogEntry {
@@ -32,16 +51,19 @@ pub struct CatalogEntry {
     pub name: Vec<u8>,
     /// Its DB flags.
     pub flags: u16,
-    /// Its key order, chosen from the flags.
-    pub cmp: KeyCmp,
+    /// Its orders: from the flags, or the application's comparators.
+    pub orders: Orders,
 }
 
 /// Every named DB opened in this environment.
 #[derive(Debug)]
 pub struct Catalog {
-    entries: Vec<CatalogEntry>,
+    /// Indexed by `dbi - FIRST_NAMED`; `None` once the handle is closed.
+    entries: Vec<Option<CatalogEntry>>,
     by_name: HashMap<Vec<u8>, u32>,
     max_dbs: usize,
+    /// Comparators the application set for the main DB.
+    main_orders: Option<Orders>,
 }
 
 /// The key order LMDB uses for DB flags (no custom comparator).
@@ -75,6 +97,7 @@ impl Catalog {
             entries: Vec::new(),
             by_name: HashMap::new(),
             max_dbs,
+            main_orders: None,
         }
     }
 
@@ -87,7 +110,42 @@ impl Catalog {
     pub fn entry(&self, dbi: u32) -> Result<&CatalogEntry> {
         dbi.checked_sub(FIRST_NAMED)
             .and_then(|i| self.entries.get(i as usize))
+            .and_then(Option::as_ref)
             .ok_or(Error::BadDbi)
+    }
+
+    /// The main DB's orders, given its flags.
+    pub fn main_orders(&self, flags: u16) -> Orders {
+        self.main_orders.unwrap_or_else(|| Orders::for_flags(flags))
+    }
+
+    /// Sets the key comparator (`key`) or the value comparator of handle `dbi`, as LMDB's
+    /// `mdb_set_compare` / `mdb_set_dupsort`. `main_flags` are the main DB's flags.
+    pub fn set_order(&mut self, dbi: u32, main_flags: u16, key: bool, cmp: KeyCmp) -> Result<()> {
+        let orders = match dbi {
+            0 => return Err(Error::InvalidArgument("the free DB's order is fixed")),
+            1 => self
+                .main_orders
+                .get_or_insert(Orders::for_flags(main_flags)),
+            _ => {
+                let i = (dbi - FIRST_NAMED) as usize;
+                &mut self
+                    .entries
+                    .get_mut(i)
+                    .and_then(Option::as_mut)
+                    .ok_or(Error::BadDbi)?
+                    .orders
+            }
+        };
+        if key {
+            orders.key = cmp;
+        } else {
+            if orders.dup.is_none() {
+                return Err(Error::Incompatible);
+            }
+            orders.dup = Some(cmp);
+        }
+        Ok(())
     }
 
     /// Registers a DB (or returns its existing handle).
@@ -95,16 +153,39 @@ impl Catalog {
         if let Some(dbi) = self.lookup(name) {
             return Ok(dbi);
         }
-        if self.entries.len() >= self.max_dbs {
+        if self.by_name.len() >= self.max_dbs {
             return Err(Error::DbsFull);
         }
-        let dbi = FIRST_NAMED + self.entries.len() as u32;
-        self.entries.push(CatalogEntry {
+        let entry = CatalogEntry {
             name: name.to_vec(),
             flags,
-            cmp: cmp_for_flags(flags),
-        });
+            orders: Orders::for_flags(flags),
+        };
+        // Reuse the slot of a closed handle, as LMDB does.
+        let slot = match self.entries.iter().position(Option::is_none) {
+            Some(i) => {
+                self.entries[i] = Some(entry);
+                i
+            }
+            None => {
+                self.entries.push(Some(entry));
+                self.entries.len() - 1
+            }
+        };
+        let dbi = FIRST_NAMED + slot as u32;
         self.by_name.insert(name.to_vec(), dbi);
         Ok(dbi)
+    }
+
+    /// Closes handle `dbi` (LMDB's `mdb_dbi_close`): later uses of it give `BadDbi`.
+    pub fn close(&mut self, dbi: u32) -> Result<()> {
+        let i = dbi.checked_sub(FIRST_NAMED).ok_or(Error::BadDbi)? as usize;
+        let entry = self
+            .entries
+            .get_mut(i)
+            .and_then(Option::take)
+            .ok_or(Error::BadDbi)?;
+        self.by_name.remove(&entry.name);
+        Ok(())
     }
 }

@@ -33,8 +33,12 @@ pub struct CheckReport {
 
 pub use crate::catalog::cmp_for_flags;
 
+/// The orders of a DB in the snapshot: by name (`None` for the main DB) and flags.
+pub type OrdersFor<'a> = &'a dyn Fn(Option<&[u8]>, u16) -> crate::catalog::Orders;
+
 struct Walker<'a, S: PageSource + ?Sized> {
     src: &'a S,
+    orders_for: OrdersFor<'a>,
     last_pgno: u64,
     seen: Vec<bool>,
     report: CheckReport,
@@ -64,8 +68,13 @@ impl<S: PageSource + ?Sized> Walker<'_, S> {
         Ok(())
     }
 
-    fn tree(&mut self, db: &DbRecord, cmp: KeyCmp, is_main: bool) -> Result<Counts> {
-        let dup = crate::catalog::dup_order(db.flags);
+    fn tree(
+        &mut self,
+        db: &DbRecord,
+        cmp: KeyCmp,
+        dup: Option<KeyCmp>,
+        is_main: bool,
+    ) -> Result<Counts> {
         let mut counts = Counts::default();
         if db.root == P_INVALID {
             if db.depth != 0
@@ -218,7 +227,8 @@ impl<S: PageSource + ?Sized> Walker<'_, S> {
                 }
                 let sub = DbRecord::decode(node.data);
                 self.report.named_dbs += 1;
-                self.tree(&sub, cmp_for_flags(sub.flags), false)?;
+                let orders = (self.orders_for)(Some(node.key), sub.flags);
+                self.tree(&sub, orders.key, orders.dup, false)?;
             }
         }
         Ok(())
@@ -242,7 +252,7 @@ impl<S: PageSource + ?Sized> Walker<'_, S> {
                 Ok(sub.num_keys() as u64)
             }
             crate::dupsort::Dups::SubDb(rec) => {
-                let counts = self.tree(&DbRecord { flags: 0, ..rec }, dcmp, false)?;
+                let counts = self.tree(&rec, dcmp, None, false)?;
                 if counts.entries == 0 {
                     return Err(Error::corrupted(pgno, "empty duplicate sub-DB"));
                 }
@@ -252,10 +262,24 @@ impl<S: PageSource + ?Sized> Walker<'_, S> {
     }
 }
 
-/// Checks the snapshot described by `meta`, reading pages from `src`.
+/// Checks the snapshot described by `meta`, reading pages from `src`, with the orders
+/// LMDB derives from DB flags.
 pub fn check_snapshot<S: PageSource + ?Sized>(src: &S, meta: &Meta) -> Result<CheckReport> {
+    check_snapshot_with(src, meta, &|_, flags| {
+        crate::catalog::Orders::for_flags(flags)
+    })
+}
+
+/// Checks the snapshot described by `meta`, with the DBs' orders given by `orders_for`
+/// (application comparators leave no trace in the file).
+pub fn check_snapshot_with<S: PageSource + ?Sized>(
+    src: &S,
+    meta: &Meta,
+    orders_for: OrdersFor<'_>,
+) -> Result<CheckReport> {
     let mut w = Walker {
         src,
+        orders_for,
         last_pgno: meta.last_pgno,
         seen: vec![false; meta.last_pgno as usize + 1],
         report: CheckReport {
@@ -263,8 +287,9 @@ pub fn check_snapshot<S: PageSource + ?Sized>(src: &S, meta: &Meta) -> Result<Ch
             ..Default::default()
         },
     };
-    w.tree(&meta.main_db, KeyCmp::Lexicographic, true)?;
-    w.tree(&meta.free_db, KeyCmp::Integer, false)?;
+    let main = orders_for(None, meta.main_db.flags);
+    w.tree(&meta.main_db, main.key, main.dup, true)?;
+    w.tree(&meta.free_db, KeyCmp::Integer, None, false)?;
     // Free-DB records: keys are txn ids not after this snapshot; values list free pages.
     let mut pos = crate::cursor::Position::default();
     let mut more = pos.first(src, &meta.free_db)?;

@@ -277,11 +277,11 @@ pub struct CursorCore {
 
 impl CursorCore {
     /// An unpositioned cursor over the DB `db`.
-    pub fn new(db: DbRecord, cmp: KeyCmp) -> Self {
+    pub fn new(db: DbRecord, orders: crate::catalog::Orders) -> Self {
         CursorCore {
             db,
-            cmp,
-            dcmp: crate::catalog::dup_order(db.flags),
+            cmp: orders.key,
+            dcmp: orders.dup,
             pos: Position::default(),
             dup: None,
             after_delete: false,

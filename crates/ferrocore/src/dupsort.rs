@@ -129,23 +129,48 @@ pub fn first_value<'s, S: PageSource + ?Sized>(
     }
 }
 
-/// Frees every page of the tree `rec` (a sub-DB being deleted).
+/// Frees every page of the tree `rec`: its branch and leaf pages, the overflow runs of
+/// its values, and the trees hanging off its nodes (DUPSORT sub-DBs, and named DBs when
+/// `rec` is the main DB). Used to delete a sub-DB and to drop a DB.
 pub fn free_tree<S: PageStore>(store: &mut S, rec: &DbRecord) -> Result<()> {
     if rec.root == P_INVALID {
         return Ok(());
     }
     let mut stack = vec![(rec.root, 1usize)];
+    let mut subtrees = Vec::new();
     while let Some((pgno, level)) = stack.pop() {
         if level > btree::MAX_DEPTH {
             return Err(Error::corrupted(pgno, "tree deeper than the maximum"));
         }
         let page = btree::view(&*store, pgno)?;
-        if page.is_branch() {
-            for i in 0..page.num_keys() {
+        let mut runs = Vec::new();
+        for i in 0..page.num_keys() {
+            if page.is_branch() {
                 stack.push((page.child(i)?, level + 1));
+                continue;
+            }
+            let node = page.node(i)?;
+            if node.flags & node_flags::BIGDATA != 0 {
+                runs.push(node.overflow_pgno());
+            } else if node.flags & node_flags::SUBDATA != 0 && node.data.len() == DbRecord::SIZE {
+                subtrees.push(DbRecord::decode(node.data));
             }
         }
+        for run in runs {
+            let first = store.page(run)?;
+            if first[10..12] != page_flags::OVERFLOW.to_le_bytes() {
+                return Err(Error::corrupted(
+                    run,
+                    "freeing an overflow run that is not one",
+                ));
+            }
+            let count = crate::page::read_u32(first, 12) as usize;
+            store.free(run, count);
+        }
         store.free(pgno, 1);
+    }
+    for sub in subtrees {
+        free_tree(store, &sub)?;
     }
     Ok(())
 }

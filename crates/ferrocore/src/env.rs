@@ -205,6 +205,9 @@ pub(crate) struct EnvInner {
     pub file_len: AtomicU64,
     /// Named DBs opened in this environment.
     pub catalog: std::sync::RwLock<crate::catalog::Catalog>,
+    /// Bumped whenever a DB's order changes (application comparators, closed handles), so
+    /// txns refresh what they cached; 0 while every order follows the DB flags.
+    pub orders_generation: AtomicU64,
     /// Held by the open write txn (in this process).
     pub writer: Mutex<()>,
     /// Page buffers kept between write txns.
@@ -409,6 +412,7 @@ impl Env {
                 catalog: std::sync::RwLock::new(crate::catalog::Catalog::new(
                     opts.max_dbs as usize,
                 )),
+                orders_generation: AtomicU64::new(0),
                 map_size_explicit: AtomicBool::new(explicit),
                 writer: Mutex::new(()),
                 spare_pages: Mutex::new(Vec::new()),
@@ -449,6 +453,56 @@ impl Env {
             max_readers: self.inner.lock.max_readers() as u32,
             num_readers: self.inner.lock.num_readers() as u32,
         })
+    }
+
+    /// Sets an application key comparator for `db` (LMDB's `mdb_set_compare`). Call it
+    /// right after opening the handle, before any txn uses it, and in every process that
+    /// opens the environment: the order is not recorded in the file.
+    pub fn set_compare(
+        &self,
+        db: crate::Database,
+        cmp: fn(&[u8], &[u8]) -> std::cmp::Ordering,
+    ) -> Result<()> {
+        self.set_order(db, true, cmp)
+    }
+
+    /// Sets an application value comparator for the DUPSORT DB `db` (`mdb_set_dupsort`);
+    /// `Incompatible` if `db` is not DUPSORT. Same rules as [`Env::set_compare`].
+    pub fn set_dupsort(
+        &self,
+        db: crate::Database,
+        cmp: fn(&[u8], &[u8]) -> std::cmp::Ordering,
+    ) -> Result<()> {
+        self.set_order(db, false, cmp)
+    }
+
+    fn set_order(
+        &self,
+        db: crate::Database,
+        key: bool,
+        cmp: fn(&[u8], &[u8]) -> std::cmp::Ordering,
+    ) -> Result<()> {
+        let main_flags = self.inner.latest_meta()?.main_db.flags;
+        let mut catalog = self
+            .inner
+            .catalog
+            .write()
+            .map_err(|_| Error::Panic("catalog lock poisoned"))?;
+        catalog.set_order(db.dbi(), main_flags, key, crate::btree::KeyCmp::Custom(cmp))?;
+        self.inner.orders_generation.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Closes a named DB's handle (LMDB's `mdb_dbi_close`); later uses give `BadDbi`. The
+    /// DB itself is untouched. Do not close a handle that a live txn is using.
+    pub fn close_db(&self, db: crate::Database) -> Result<()> {
+        self.inner
+            .catalog
+            .write()
+            .map_err(|_| Error::Panic("catalog lock poisoned"))?
+            .close(db.dbi())?;
+        self.inner.orders_generation.fetch_add(1, Ordering::AcqRel);
+        Ok(())
     }
 
     /// Flushes the data file to disk (needed after commits under `NO_SYNC`).

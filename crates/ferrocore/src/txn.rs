@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::sync::MutexGuard;
 
 use crate::btree::{self, KeyCmp, PutMode, TreeMut};
-use crate::catalog::{cmp_for_flags, dup_order, KNOWN_FLAGS};
+use crate::catalog::{Orders, KNOWN_FLAGS};
 use crate::cursor::{dup_value, CursorCore, DupPos};
 use crate::dupsort::{self, DupTree};
 use crate::env::{env_flags, EnvInner, Stat};
@@ -91,19 +91,21 @@ fn check_key(env: &EnvInner, key: &[u8]) -> Result<()> {
 /// A named DB's state in a write txn.
 struct NamedDb {
     record: DbRecord,
-    cmp: KeyCmp,
+    orders: Orders,
+    /// `orders_generation` when `orders` was read (0: from the flags, never checked).
+    generation: u64,
     /// Changed by this txn: its record is written into the main DB at commit.
     dirty: bool,
 }
 
 /// Name, flags and key order behind a named-DB handle.
-fn catalog_entry(env: &EnvInner, db: Database) -> Result<(Vec<u8>, u16, KeyCmp)> {
+fn catalog_entry(env: &EnvInner, db: Database) -> Result<(Vec<u8>, u16, Orders)> {
     let catalog = env
         .catalog
         .read()
         .map_err(|_| Error::Panic("catalog lock poisoned"))?;
     let e = catalog.entry(db.0)?;
-    Ok((e.name.clone(), e.flags, e.cmp))
+    Ok((e.name.clone(), e.flags, e.orders))
 }
 
 /// Reads the record of named DB `name` from the main DB `main`, if it exists.
@@ -123,6 +125,40 @@ fn named_record<S: PageSource + ?Sized>(
     Ok(Some(DbRecord::decode(data)))
 }
 
+/// The main DB's orders (its flags, or comparators the application set).
+fn main_orders(env: &EnvInner, main: &DbRecord) -> Result<Orders> {
+    // Until an application comparator is set, orders follow the flags: no lock.
+    if env.orders_generation.load(Ordering::Acquire) == 0 {
+        return Ok(Orders::for_flags(main.flags));
+    }
+    let catalog = env
+        .catalog
+        .read()
+        .map_err(|_| Error::Panic("catalog lock poisoned"))?;
+    Ok(catalog.main_orders(main.flags))
+}
+
+/// The current orders of a named DB, refreshed if an application comparator changed since
+/// `cached` was read (generation `cached_gen`).
+fn named_orders(
+    env: &EnvInner,
+    db: Database,
+    cached: Orders,
+    cached_gen: u64,
+) -> Result<(Orders, u64)> {
+    let gen = env.orders_generation.load(Ordering::Acquire);
+    if gen == cached_gen {
+        return Ok((cached, gen));
+    }
+    Ok((catalog_entry(env, db)?.2, gen))
+}
+
+/// The orders of the free DB.
+const FREE_ORDERS: Orders = Orders {
+    key: KeyCmp::Integer,
+    dup: None,
+};
+
 /// Checks `mdb_dbi_open` flags; returns the DB flags to store.
 fn check_db_flags(flags: u32) -> Result<u16> {
     if flags & !(KNOWN_FLAGS as u32 | crate::db_flags::CREATE) != 0 {
@@ -141,10 +177,11 @@ fn check_db_flags(flags: u32) -> Result<u16> {
 fn read_value<'s, S: PageSource + ?Sized>(
     src: &'s S,
     rec: &DbRecord,
-    cmp: KeyCmp,
+    orders: Orders,
     key: &[u8],
 ) -> Result<Option<&'s [u8]>> {
-    let Some(dcmp) = dup_order(rec.flags) else {
+    let cmp = orders.key;
+    let Some(dcmp) = orders.dup else {
         return btree::get(src, rec, cmp, key);
     };
     if rec.root == crate::page::P_INVALID {
@@ -196,7 +233,7 @@ pub struct ReadTxn<'env> {
     meta: Meta,
     pages: SnapshotPages<'env>,
     /// Named DBs looked up by this txn (filled lazily).
-    named: RefCell<HashMap<u32, (DbRecord, KeyCmp)>>,
+    named: RefCell<HashMap<u32, (DbRecord, Orders, u64)>>,
 }
 
 /// A reset read transaction: it keeps its reader slot but holds no snapshot (so it pins
@@ -223,19 +260,26 @@ impl<'env> ReadTxn<'env> {
         })
     }
 
-    fn tree(&self, db: Database) -> Result<(DbRecord, KeyCmp)> {
+    fn tree(&self, db: Database) -> Result<(DbRecord, Orders)> {
         match db {
-            Database::MAIN => Ok((self.meta.main_db, KeyCmp::Lexicographic)),
-            Database::FREE => Ok((self.meta.free_db, KeyCmp::Integer)),
+            Database::MAIN => Ok((
+                self.meta.main_db,
+                main_orders(self.env, &self.meta.main_db)?,
+            )),
+            Database::FREE => Ok((self.meta.free_db, FREE_ORDERS)),
             _ => {
-                if let Some(&known) = self.named.borrow().get(&db.0) {
-                    return Ok(known);
+                let cached = self.named.borrow().get(&db.0).copied();
+                if let Some((record, orders, gen)) = cached {
+                    let (orders, gen) = named_orders(self.env, db, orders, gen)?;
+                    self.named.borrow_mut().insert(db.0, (record, orders, gen));
+                    return Ok((record, orders));
                 }
+                let gen = self.env.orders_generation.load(Ordering::Acquire);
                 let (name, flags, cmp) = catalog_entry(self.env, db)?;
                 // Absent from this snapshot (created later): reads as an empty DB.
                 let record = named_record(&self.pages, &self.meta.main_db, &name, flags)?
                     .unwrap_or_else(|| DbRecord::empty(flags));
-                self.named.borrow_mut().insert(db.0, (record, cmp));
+                self.named.borrow_mut().insert(db.0, (record, cmp, gen));
                 Ok((record, cmp))
             }
         }
@@ -272,8 +316,8 @@ impl<'env> ReadTxn<'env> {
 
     /// A cursor over `db`.
     pub fn cursor(&self, db: Database) -> Result<Cursor<'_>> {
-        let (rec, cmp) = self.tree(db)?;
-        Ok(Cursor::new(Source::Snapshot(&self.pages), rec, cmp))
+        let (rec, orders) = self.tree(db)?;
+        Ok(Cursor::new(Source::Snapshot(&self.pages), rec, orders))
     }
 
     /// Statistics of the main database in this snapshot.
@@ -294,7 +338,19 @@ impl<'env> ReadTxn<'env> {
     /// Verifies every invariant of this snapshot (see `check`): tree order and shape,
     /// record counts, and that every page is used or free exactly once.
     pub fn check(&self) -> Result<crate::check::CheckReport> {
-        crate::check::check_snapshot(&self.pages, &self.meta)
+        let catalog = self
+            .env
+            .catalog
+            .read()
+            .map_err(|_| Error::Panic("catalog lock poisoned"))?;
+        let orders_for = |name: Option<&[u8]>, flags: u16| match name {
+            None => catalog.main_orders(flags),
+            Some(name) => match catalog.lookup(name).and_then(|dbi| catalog.entry(dbi).ok()) {
+                Some(entry) => entry.orders,
+                None => Orders::for_flags(flags),
+            },
+        };
+        crate::check::check_snapshot_with(&self.pages, &self.meta, &orders_for)
     }
 
     /// Releases the snapshot but keeps the reader slot (LMDB's `mdb_txn_reset`).
@@ -393,10 +449,10 @@ impl PageSource for Source<'_> {
 pub type Item<'t> = (&'t [u8], &'t [u8]);
 
 impl<'t> Cursor<'t> {
-    fn new(src: Source<'t>, db: DbRecord, cmp: KeyCmp) -> Self {
+    fn new(src: Source<'t>, db: DbRecord, orders: Orders) -> Self {
         Cursor {
             src,
-            core: CursorCore::new(db, cmp),
+            core: CursorCore::new(db, orders),
             leaf: None,
         }
     }
@@ -602,12 +658,15 @@ impl<'env> WriteTxn<'env> {
         Ok(())
     }
 
-    fn tree(&self, db: Database) -> Result<(DbRecord, KeyCmp)> {
+    fn tree(&self, db: Database) -> Result<(DbRecord, Orders)> {
         match db {
-            Database::MAIN => Ok((self.main_db, KeyCmp::Lexicographic)),
-            Database::FREE => Ok((self.free_db, KeyCmp::Integer)),
+            Database::MAIN => Ok((self.main_db, main_orders(self.env, &self.main_db)?)),
+            Database::FREE => Ok((self.free_db, FREE_ORDERS)),
             _ => match self.named.get(&db.0) {
-                Some(n) => Ok((n.record, n.cmp)),
+                Some(n) => Ok((
+                    n.record,
+                    named_orders(self.env, db, n.orders, n.generation)?.0,
+                )),
                 None => {
                     let (name, flags, cmp) = catalog_entry(self.env, db)?;
                     let record = named_record(&self.pages, &self.main_db, &name, flags)?
@@ -619,9 +678,12 @@ impl<'env> WriteTxn<'env> {
     }
 
     /// The record and key order of a DB this txn may write, loaded on first use.
-    fn tree_mut(&mut self, db: Database) -> Result<(&mut DbRecord, KeyCmp)> {
+    fn tree_mut(&mut self, db: Database) -> Result<(&mut DbRecord, Orders)> {
         match db {
-            Database::MAIN => Ok((&mut self.main_db, KeyCmp::Lexicographic)),
+            Database::MAIN => {
+                let orders = main_orders(self.env, &self.main_db)?;
+                Ok((&mut self.main_db, orders))
+            }
             Database::FREE => Err(Error::InvalidArgument("the free DB is read-only")),
             _ => {
                 if !self.named.contains_key(&db.0) {
@@ -634,14 +696,16 @@ impl<'env> WriteTxn<'env> {
                         db.0,
                         NamedDb {
                             record,
-                            cmp,
+                            orders: cmp,
+                            generation: 0,
                             dirty: false,
                         },
                     );
                 }
                 let n = self.named.get_mut(&db.0).expect("just inserted");
+                (n.orders, n.generation) = named_orders(self.env, db, n.orders, n.generation)?;
                 n.dirty = true;
-                Ok((&mut n.record, n.cmp))
+                Ok((&mut n.record, n.orders))
             }
         }
     }
@@ -699,7 +763,8 @@ impl<'env> WriteTxn<'env> {
                     dbi,
                     NamedDb {
                         record: DbRecord::empty(db_flags),
-                        cmp: cmp_for_flags(db_flags),
+                        orders: Orders::for_flags(db_flags),
+                        generation: 0,
                         dirty: true,
                     },
                 );
@@ -760,9 +825,10 @@ impl<'env> WriteTxn<'env> {
             ));
         }
         let no_overwrite = flags & put_flags::NO_OVERWRITE != 0;
-        let (record, cmp) = self.tree_mut(db)?;
+        let (record, orders) = self.tree_mut(db)?;
+        let cmp = orders.key;
         let mut record_copy = *record;
-        if let Some(dcmp) = dup_order(record_copy.flags) {
+        if let Some(dcmp) = orders.dup {
             if value.is_empty() || value.len() > self.env.max_key_size {
                 return Err(Error::BadValSize {
                     what: "duplicate value",
@@ -814,9 +880,10 @@ impl<'env> WriteTxn<'env> {
     pub fn delete_value(&mut self, db: Database, key: &[u8], value: Option<&[u8]>) -> Result<bool> {
         self.check_usable()?;
         check_key(self.env, key)?;
-        let (record, cmp) = self.tree_mut(db)?;
+        let (record, orders) = self.tree_mut(db)?;
+        let cmp = orders.key;
         let mut record_copy = *record;
-        let r = match dup_order(record_copy.flags) {
+        let r = match orders.dup {
             Some(dcmp) => DupTree {
                 tree: TreeMut {
                     store: &mut self.pages,
@@ -837,18 +904,53 @@ impl<'env> WriteTxn<'env> {
         self.note(r)
     }
 
+    /// Empties `db`, or with `delete` also removes it and closes its handle (LMDB's
+    /// `mdb_drop`). The main DB is only emptied (with every named DB in it).
+    pub fn drop_db(&mut self, db: Database, delete: bool) -> Result<()> {
+        self.check_usable()?;
+        let (record, _) = self.tree_mut(db)?;
+        let rec = *record;
+        let r = dupsort::free_tree(&mut self.pages, &rec);
+        self.note(r)?;
+        if db == Database::MAIN {
+            self.main_db = DbRecord::empty(rec.flags);
+            // The named DBs' records were in it: they no longer exist in this txn.
+            self.named.clear();
+            return Ok(());
+        }
+        if !delete {
+            *self.tree_mut(db)?.0 = DbRecord::empty(rec.flags);
+            return Ok(());
+        }
+        let (name, _, _) = catalog_entry(self.env, db)?;
+        let main_orders = main_orders(self.env, &self.main_db)?;
+        let r = TreeMut {
+            store: &mut self.pages,
+            db: &mut self.main_db,
+            cmp: main_orders.key,
+        }
+        .delete_kind(&name, crate::page::node_flags::SUBDATA);
+        self.note(r)?;
+        self.named.remove(&db.0);
+        self.env
+            .catalog
+            .write()
+            .map_err(|_| Error::Panic("catalog lock poisoned"))?
+            .close(db.0)
+    }
+
     /// A read-only cursor over `db` as this txn sees it.
     pub fn cursor(&self, db: Database) -> Result<Cursor<'_>> {
         self.check_usable()?;
-        let (rec, cmp) = self.tree(db)?;
-        Ok(Cursor::new(Source::Write(&self.pages), rec, cmp))
+        let (rec, orders) = self.tree(db)?;
+        Ok(Cursor::new(Source::Write(&self.pages), rec, orders))
     }
 
     /// A cursor that can also write (put and delete at its position).
     pub fn cursor_mut(&mut self, db: Database) -> Result<WriteCursor<'_, 'env>> {
         self.check_usable()?;
-        let (record, cmp) = self.tree_mut(db)?;
-        let core = CursorCore::new(*record, cmp);
+        let (record, orders) = self.tree_mut(db)?;
+        let core = CursorCore::new(*record, orders);
         Ok(WriteCursor {
             txn: self,
             db,

@@ -191,3 +191,111 @@ fn write_cursor_on_a_named_db() {
     assert_eq!(txn.db_stat(db).unwrap().entries, 499);
     txn.check().unwrap();
 }
+
+fn by_length_then_bytes(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    a.len().cmp(&b.len()).then_with(|| a.cmp(b))
+}
+
+#[test]
+fn custom_comparators_order_keys_and_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path(), 4);
+    let mut txn = env.begin_write().unwrap();
+    let keys = txn.open_db(Some("bylen"), CREATE).unwrap();
+    let dups = txn
+        .open_db(Some("dups"), CREATE | db_flags::DUP_SORT as u32)
+        .unwrap();
+    env.set_compare(keys, by_length_then_bytes).unwrap();
+    env.set_dupsort(dups, by_length_then_bytes).unwrap();
+    assert!(matches!(
+        env.set_dupsort(keys, by_length_then_bytes),
+        Err(Error::Incompatible)
+    ));
+    for k in [&b"ccc"[..], b"a", b"bb", b"zz", b"b"] {
+        txn.put(keys, k, b"v", 0).unwrap();
+    }
+    for v in 0..300u32 {
+        // Values of varying length so the order differs from byte order.
+        let value = format!("{}", v * 37 % 1000);
+        txn.put(dups, b"k", value.as_bytes(), 0).unwrap();
+    }
+    txn.commit().unwrap();
+    let txn = env.begin_read().unwrap();
+    let mut c = txn.cursor(keys).unwrap();
+    let mut got = Vec::new();
+    let mut item = c.first().unwrap();
+    while let Some((k, _)) = item {
+        got.push(k.to_vec());
+        item = c.next().unwrap();
+    }
+    assert_eq!(
+        got,
+        [&b"a"[..], b"b", b"bb", b"zz", b"ccc"].map(|k| k.to_vec())
+    );
+    let mut c = txn.cursor(dups).unwrap();
+    let mut prev: Option<Vec<u8>> = None;
+    let mut n = 0;
+    let mut item = c.set(b"k").unwrap();
+    while let Some((_, v)) = item {
+        if let Some(p) = &prev {
+            assert_eq!(by_length_then_bytes(p, v), std::cmp::Ordering::Less);
+        }
+        prev = Some(v.to_vec());
+        n += 1;
+        item = c.next_dup().unwrap();
+    }
+    assert_eq!(n, 300);
+    assert!(c.get_both(b"k", b"37").unwrap().is_some());
+    // The checker uses the application's orders too.
+    txn.check().unwrap();
+}
+
+#[test]
+fn drop_empties_or_deletes_and_close_invalidates() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path(), 4);
+    let mut txn = env.begin_write().unwrap();
+    let a = txn.open_db(Some("a"), CREATE).unwrap();
+    let d = txn
+        .open_db(Some("d"), CREATE | db_flags::DUP_SORT as u32)
+        .unwrap();
+    for i in 0..3000u32 {
+        txn.put(
+            a,
+            &i.to_be_bytes(),
+            &vec![1u8; if i % 100 == 0 { 5000 } else { 50 }],
+            0,
+        )
+        .unwrap();
+        txn.put(d, &(i % 3).to_be_bytes(), &i.to_be_bytes(), 0)
+            .unwrap();
+    }
+    txn.commit().unwrap();
+    let before = env.check().unwrap();
+    let mut txn = env.begin_write().unwrap();
+    txn.drop_db(a, false).unwrap();
+    txn.drop_db(d, true).unwrap();
+    assert_eq!(txn.db_stat(a).unwrap().entries, 0);
+    assert!(matches!(txn.put(d, b"k", b"v", 0), Err(Error::BadDbi)));
+    txn.put(a, b"again", b"1", 0).unwrap();
+    txn.commit().unwrap();
+    // Every page of both DBs (overflow runs and sub-DBs included) went back to the free list.
+    let after = env.check().unwrap();
+    assert!(
+        after.free_pages > before.free_pages + 100,
+        "{before:?} -> {after:?}"
+    );
+    let txn = env.begin_read().unwrap();
+    assert_eq!(txn.db_stat(a).unwrap().entries, 1);
+    assert!(matches!(txn.open_db(Some("d")), Err(Error::NotFound)));
+    drop(txn);
+    env.close_db(a).unwrap();
+    assert!(matches!(
+        env.begin_read().unwrap().get(a, b"again"),
+        Err(Error::BadDbi)
+    ));
+    // Reopening by name gives a working handle again.
+    let txn = env.begin_read().unwrap();
+    let a2 = txn.open_db(Some("a")).unwrap();
+    assert_eq!(txn.get(a2, b"again").unwrap(), Some(&b"1"[..]));
+}
