@@ -208,6 +208,12 @@ pub(crate) struct EnvInner {
     /// Bumped whenever a DB's order changes (application comparators, closed handles), so
     /// txns refresh what they cached; 0 while every order follows the DB flags.
     pub orders_generation: AtomicU64,
+    /// The meta of the last snapshot a reader took, so the next reader of the same txn
+    /// skips decoding and checksumming it.
+    pub meta_cache: crate::seqcache::Slot<16>,
+    /// Per named DB (index `dbi - 2`): its latest record, keyed by the txnid from which it
+    /// holds, so read txns find it without searching the main DB.
+    pub record_cache: Box<[crate::seqcache::Slot<6>]>,
     /// Held by the open write txn (in this process).
     pub writer: Mutex<()>,
     /// Page buffers kept between write txns.
@@ -413,6 +419,8 @@ impl Env {
                     opts.max_dbs as usize,
                 )),
                 orders_generation: AtomicU64::new(0),
+                meta_cache: Default::default(),
+                record_cache: (0..opts.max_dbs).map(|_| Default::default()).collect(),
                 map_size_explicit: AtomicBool::new(explicit),
                 writer: Mutex::new(()),
                 spare_pages: Mutex::new(Vec::new()),

@@ -35,6 +35,7 @@ pub mod io;
 pub mod lock;
 pub mod meta;
 pub mod page;
+pub mod seqcache;
 pub mod store;
 pub mod txn;
 

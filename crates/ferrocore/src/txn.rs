@@ -6,7 +6,7 @@
 //! those pages in page order with vectored writes, flushing, then writing the meta page
 //! that points at them and flushing again (invariant 2 of DESIGN.md).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::MutexGuard;
@@ -215,8 +215,15 @@ fn take_snapshot(env: &EnvInner, slot: &ReaderSlot<'_>) -> Result<Meta> {
     }
     loop {
         let t = env.lock.begin_snapshot(slot.index);
+        if let Some(words) = env.meta_cache.get(t) {
+            return Ok(crate::seqcache::meta_from(words));
+        }
         match env.meta_for(t) {
-            Ok(meta) => return Ok(meta),
+            Ok(meta) => {
+                env.meta_cache
+                    .try_put(t, crate::seqcache::meta_words(&meta));
+                return Ok(meta);
+            }
             Err(_) if env.lock.txnid_cell().load(Ordering::Acquire) != t => continue,
             Err(e) => {
                 env.lock.end_snapshot(slot.index);
@@ -234,6 +241,8 @@ pub struct ReadTxn<'env> {
     pages: SnapshotPages<'env>,
     /// Named DBs looked up by this txn (filled lazily).
     named: RefCell<HashMap<u32, (DbRecord, Orders, u64)>>,
+    /// The named DB used last (most txns use one): (dbi, record, orders, generation).
+    last_named: Cell<Option<(u32, DbRecord, Orders, u64)>>,
 }
 
 /// A reset read transaction: it keeps its reader slot but holds no snapshot (so it pins
@@ -257,6 +266,7 @@ impl<'env> ReadTxn<'env> {
             meta,
             pages,
             named: RefCell::default(),
+            last_named: Cell::new(None),
         })
     }
 
@@ -268,20 +278,60 @@ impl<'env> ReadTxn<'env> {
             )),
             Database::FREE => Ok((self.meta.free_db, FREE_ORDERS)),
             _ => {
-                let cached = self.named.borrow().get(&db.0).copied();
-                if let Some((record, orders, gen)) = cached {
-                    let (orders, gen) = named_orders(self.env, db, orders, gen)?;
-                    self.named.borrow_mut().insert(db.0, (record, orders, gen));
-                    return Ok((record, orders));
+                // The DB this txn used last, without touching the map.
+                if let Some((dbi, record, orders, gen)) = self.last_named.get() {
+                    if dbi == db.0 {
+                        let (orders, new_gen) = named_orders(self.env, db, orders, gen)?;
+                        if new_gen != gen {
+                            self.last_named.set(Some((dbi, record, orders, new_gen)));
+                        }
+                        return Ok((record, orders));
+                    }
                 }
-                let gen = self.env.orders_generation.load(Ordering::Acquire);
-                let (name, flags, cmp) = catalog_entry(self.env, db)?;
-                // Absent from this snapshot (created later): reads as an empty DB.
-                let record = named_record(&self.pages, &self.meta.main_db, &name, flags)?
-                    .unwrap_or_else(|| DbRecord::empty(flags));
-                self.named.borrow_mut().insert(db.0, (record, cmp, gen));
-                Ok((record, cmp))
+                let cached = self.named.borrow().get(&db.0).copied();
+                let (record, orders, gen) = match cached {
+                    Some((record, orders, gen)) => {
+                        let (orders, gen) = named_orders(self.env, db, orders, gen)?;
+                        (record, orders, gen)
+                    }
+                    None => self.load_named(db)?,
+                };
+                if let Some((dbi, r, o, g)) =
+                    self.last_named.replace(Some((db.0, record, orders, gen)))
+                {
+                    self.named.borrow_mut().insert(dbi, (r, o, g));
+                }
+                Ok((record, orders))
             }
+        }
+    }
+
+    /// Finds named DB `db`'s record in this snapshot: from the environment's record cache
+    /// when it holds the version this snapshot sees (no search, whatever the number of
+    /// DBs), else by looking its name up in the main DB.
+    fn load_named(&self, db: Database) -> Result<(DbRecord, Orders, u64)> {
+        let gen = self.env.orders_generation.load(Ordering::Acquire);
+        let snapshot = self.meta.txnid;
+        let slot =
+            db.0.checked_sub(crate::catalog::FIRST_NAMED)
+                .and_then(|i| self.env.record_cache.get(i as usize));
+        if gen == 0 {
+            // No application comparator and no closed handle: the flags give the orders.
+            if let Some((_, words)) = slot.and_then(|s| s.get_if(|from| from <= snapshot)) {
+                let record = crate::seqcache::record_from(words);
+                return Ok((record, Orders::for_flags(record.flags), gen));
+            }
+        }
+        let (name, flags, orders) = catalog_entry(self.env, db)?;
+        match named_record(&self.pages, &self.meta.main_db, &name, flags)? {
+            Some(record) => {
+                if let Some(slot) = slot {
+                    slot.put_if_empty(snapshot, crate::seqcache::record_words(&record));
+                }
+                Ok((record, orders, gen))
+            }
+            // Absent from this snapshot (created later): reads as an empty DB.
+            None => Ok((DbRecord::empty(flags), orders, gen)),
         }
     }
 
@@ -374,6 +424,7 @@ impl<'env> InactiveReadTxn<'env> {
             meta,
             pages,
             named: RefCell::default(),
+            last_named: Cell::new(None),
         })
     }
 }
@@ -590,6 +641,9 @@ pub struct WriteTxn<'env> {
     main_db: DbRecord,
     /// Named DBs used by this txn, loaded on first use (never a loop over all DBs).
     named: HashMap<u32, NamedDb>,
+    /// Named DBs this txn deleted (dbi, flags), and whether it emptied the main DB.
+    deleted_named: Vec<(u32, u16)>,
+    main_dropped: bool,
     pages: DirtyPages<'env>,
     /// An operation failed part way: the txn can only be aborted.
     failed: bool,
@@ -640,6 +694,8 @@ impl<'env> WriteTxn<'env> {
             free_db: base.free_db,
             main_db: base.main_db,
             named: HashMap::new(),
+            deleted_named: Vec::new(),
+            main_dropped: false,
             pages,
             failed: false,
             _guard: guard,
@@ -916,6 +972,7 @@ impl<'env> WriteTxn<'env> {
             self.main_db = DbRecord::empty(rec.flags);
             // The named DBs' records were in it: they no longer exist in this txn.
             self.named.clear();
+            self.main_dropped = true;
             return Ok(());
         }
         if !delete {
@@ -932,11 +989,15 @@ impl<'env> WriteTxn<'env> {
         .delete_kind(&name, crate::page::node_flags::SUBDATA);
         self.note(r)?;
         self.named.remove(&db.0);
+        self.deleted_named.push((db.0, rec.flags));
         self.env
             .catalog
             .write()
             .map_err(|_| Error::Panic("catalog lock poisoned"))?
-            .close(db.0)
+            .close(db.0)?;
+        // The handle's slot may be reused: cached orders and records must be re-checked.
+        self.env.orders_generation.fetch_add(1, Ordering::AcqRel);
+        Ok(())
     }
 
     /// A read-only cursor over `db` as this txn sees it.
@@ -993,7 +1054,7 @@ impl<'env> WriteTxn<'env> {
             .map(|(&dbi, n)| (dbi, n.record))
             .collect();
         changed.sort_unstable_by_key(|&(dbi, _)| dbi);
-        for (dbi, record) in changed {
+        for &(dbi, record) in &changed {
             let (name, _, _) = catalog_entry(self.env, Database(dbi))?;
             let mode = PutMode {
                 node_flags: crate::page::node_flags::SUBDATA,
@@ -1068,8 +1129,38 @@ impl<'env> WriteTxn<'env> {
             env.failed.store(true, Ordering::Release);
             return Err(e.into());
         }
+        // Before readers can see this txn, the record cache learns the new versions.
+        self.publish_records(&changed);
         env.lock.txnid_cell().store(self.txnid, Ordering::SeqCst);
         Ok(())
+    }
+
+    /// Updates the environment's record cache with the named-DB records this txn wrote, as of
+    /// its txnid (called after the meta is durable, before the txn becomes visible).
+    fn publish_records(&self, changed: &[(u32, DbRecord)]) {
+        let env = self.env;
+        if self.main_dropped {
+            // Every named DB vanished with the main DB: stop trusting the cache.
+            env.orders_generation.fetch_add(1, Ordering::AcqRel);
+            return;
+        }
+        let slot = |dbi: u32| {
+            dbi.checked_sub(crate::catalog::FIRST_NAMED)
+                .and_then(|i| env.record_cache.get(i as usize))
+        };
+        for &(dbi, record) in changed {
+            if let Some(s) = slot(dbi) {
+                s.put(self.txnid, crate::seqcache::record_words(&record));
+            }
+        }
+        for &(dbi, flags) in &self.deleted_named {
+            if let Some(s) = slot(dbi) {
+                s.put(
+                    self.txnid,
+                    crate::seqcache::record_words(&DbRecord::empty(flags)),
+                );
+            }
+        }
     }
 
     /// Discards every change.

@@ -299,3 +299,84 @@ fn drop_empties_or_deletes_and_close_invalidates() {
     let a2 = txn.open_db(Some("a")).unwrap();
     assert_eq!(txn.get(a2, b"again").unwrap(), Some(&b"1"[..]));
 }
+
+/// Read txns find named-DB records through a cache shared by the environment; each must
+/// still see the version of its own snapshot.
+#[test]
+fn every_snapshot_sees_its_own_version_of_a_named_db() {
+    let dir = tempfile::tempdir().unwrap();
+    let check_versions = |env: &Env, db: Database, readers: &[(ferrocore::ReadTxn<'_>, u32)]| {
+        for (txn, version) in readers {
+            assert_eq!(
+                txn.db_stat(db).unwrap().entries,
+                *version as u64,
+                "snapshot {}",
+                txn.id()
+            );
+            let expected = (*version > 0).then(|| (version - 1).to_be_bytes());
+            assert_eq!(
+                txn.get(db, b"last").unwrap(),
+                expected.as_ref().map(|v| &v[..])
+            );
+        }
+        let _ = env;
+    };
+    {
+        let env = open(dir.path(), 3);
+        let db = {
+            let mut txn = env.begin_write().unwrap();
+            let db = txn.open_db(Some("versions"), CREATE).unwrap();
+            txn.commit().unwrap();
+            db
+        };
+        let mut readers = vec![(env.begin_read().unwrap(), 0u32)];
+        for version in 1..=5u32 {
+            let mut txn = env.begin_write().unwrap();
+            txn.put(db, &version.to_be_bytes(), b"x", 0).unwrap();
+            txn.put(db, b"last", &(version - 1).to_be_bytes(), 0)
+                .unwrap();
+            // "last" counts as one of the entries: keep entries == version.
+            if version == 1 {
+                txn.delete(db, &1u32.to_be_bytes()).unwrap();
+            }
+            txn.commit().unwrap();
+            readers.push((env.begin_read().unwrap(), version));
+            // Readers opened earlier are asked again after every commit.
+            check_versions(&env, db, &readers);
+        }
+    }
+    // A fresh environment starts with an empty cache: readers fill it.
+    let env = open(dir.path(), 3);
+    let r1 = env.begin_read().unwrap();
+    let db = r1.open_db(Some("versions")).unwrap();
+    assert_eq!(r1.db_stat(db).unwrap().entries, 5);
+    let mut txn = env.begin_write().unwrap();
+    txn.put(db, b"new", b"y", 0).unwrap();
+    txn.commit().unwrap();
+    let r2 = env.begin_read().unwrap();
+    assert_eq!(r2.db_stat(db).unwrap().entries, 6);
+    assert_eq!(r1.db_stat(db).unwrap().entries, 5);
+    let r3 = env.begin_read().unwrap();
+    assert_eq!(r3.get(db, b"new").unwrap(), Some(&b"y"[..]));
+    // Deleting the DB: later snapshots see it empty (the handle is closed by the delete).
+    let mut txn = env.begin_write().unwrap();
+    txn.drop_db(db, true).unwrap();
+    txn.commit().unwrap();
+    // As in LMDB, the deleted DB's handle is closed, in every txn.
+    assert!(matches!(
+        env.begin_read().unwrap().get(db, b"new"),
+        Err(Error::BadDbi)
+    ));
+    assert!(matches!(r3.db_stat(db), Err(Error::BadDbi)));
+    // An older snapshot still has the DB, under a new handle.
+    let again = r3.open_db(Some("versions")).unwrap();
+    assert_eq!(
+        r3.db_stat(again).unwrap().entries,
+        6,
+        "an older snapshot keeps its version"
+    );
+    assert!(matches!(
+        env.begin_read().unwrap().open_db(Some("versions")),
+        Err(Error::NotFound)
+    ));
+}
