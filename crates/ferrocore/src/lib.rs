@@ -41,7 +41,9 @@ pub mod txn;
 
 pub use env::{env_flags, long_key_max, Env, EnvInfo, EnvOptions, Stat};
 pub use error::{Error, Result};
-pub use txn::{put_flags, Cursor, Database, InactiveReadTxn, Item, ReadTxn, WriteCursor, WriteTxn};
+pub use txn::{
+    put_flags, Cursor, Database, InactiveReadTxn, Item, NestedTxn, ReadTxn, WriteCursor, WriteTxn,
+};
 
 /// Database flags, with LMDB's values (stored in the DB record's `md_flags`).
 pub mod db_flags {

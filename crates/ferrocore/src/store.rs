@@ -111,7 +111,7 @@ impl Hasher for PgnoHasher {
 pub type PgnoMap<V> = HashMap<u64, V, BuildHasherDefault<PgnoHasher>>;
 
 /// Free pages known to the write transaction, and where they came from.
-#[derive(Default, Debug)]
+#[derive(Default, Debug, Clone)]
 pub struct FreePages {
     /// Pages allocated and then freed by this transaction: reusable at once.
     pub loose: Vec<u64>,
@@ -139,6 +139,21 @@ pub struct DirtyPages<'e> {
     pub free: FreePages,
     /// Where the next free-DB record to reclaim is looked for.
     pub reclaim: crate::freelist::Reclaim,
+    /// One entry per open nested txn, innermost last: what its abort must undo.
+    nested: Vec<NestLevel>,
+}
+
+/// What a nested txn changed in its parent's pages, so that aborting it can restore them.
+struct NestLevel {
+    /// Pages dirty before the nested txn began that it has changed or freed: their
+    /// content as the parent left it.
+    saved: PgnoMap<Box<[u8]>>,
+    /// Pages the nested txn allocated.
+    allocated: std::collections::HashSet<u64, BuildHasherDefault<PgnoHasher>>,
+    /// The parent's free-page lists, allocation point and reclaim position.
+    free: FreePages,
+    next_pgno: u64,
+    reclaim: crate::freelist::Reclaim,
 }
 
 impl<'e> DirtyPages<'e> {
@@ -161,6 +176,7 @@ impl<'e> DirtyPages<'e> {
             spare,
             free: FreePages::default(),
             reclaim,
+            nested: Vec::new(),
         }
     }
 
@@ -261,7 +277,67 @@ impl<'e> DirtyPages<'e> {
         let buf = self.new_buffer(count);
         let old = self.dirty.insert(pgno, buf);
         debug_assert!(old.is_none(), "page {pgno} allocated while dirty");
+        if let Some(level) = self.nested.last_mut() {
+            level.allocated.insert(pgno);
+        }
         Ok(pgno)
+    }
+
+    /// Starts a nested txn: from here on, changes can be undone by [`Self::abort_nested`].
+    pub fn begin_nested(&mut self) {
+        self.nested.push(NestLevel {
+            saved: PgnoMap::default(),
+            allocated: Default::default(),
+            free: self.free.clone(),
+            next_pgno: self.next_pgno,
+            reclaim: self.reclaim.clone(),
+        });
+    }
+
+    /// Undoes everything since the matching `begin_nested`.
+    pub fn abort_nested(&mut self) {
+        let level = self.nested.pop().expect("a nested txn to abort");
+        for pgno in level.allocated {
+            if let Some(buf) = self.dirty.remove(&pgno) {
+                if buf.len() == self.page_size {
+                    self.spare.push(buf);
+                }
+            }
+        }
+        for (pgno, buf) in level.saved {
+            self.dirty.insert(pgno, buf);
+        }
+        self.free = level.free;
+        self.next_pgno = level.next_pgno;
+        self.reclaim = level.reclaim;
+    }
+
+    /// Keeps everything since the matching `begin_nested`, as part of the parent.
+    pub fn commit_nested(&mut self) {
+        let level = self.nested.pop().expect("a nested txn to commit");
+        if let Some(parent) = self.nested.last_mut() {
+            // The parent's own undo keeps the oldest copy of each page.
+            for (pgno, buf) in level.saved {
+                if !parent.allocated.contains(&pgno) && !parent.saved.contains_key(&pgno) {
+                    parent.saved.insert(pgno, buf);
+                }
+            }
+            parent.allocated.extend(level.allocated);
+        }
+    }
+
+    /// Before a nested txn changes or frees a page its parent had dirty, keep a copy.
+    #[inline]
+    fn save_for_nested(&mut self, pgno: u64) {
+        let Some(level) = self.nested.last_mut() else {
+            return;
+        };
+        if level.allocated.contains(&pgno) || level.saved.contains_key(&pgno) {
+            return;
+        }
+        if let Some(buf) = self.dirty.get(&pgno) {
+            level.saved.insert(pgno, buf.clone());
+        }
     }
 
     /// Reads the base snapshot's copy of a page, bypassing dirty copies.
@@ -299,6 +375,9 @@ impl PageStore for DirtyPages<'_> {
 
     #[inline]
     fn dirty_mut(&mut self, pgno: u64) -> &mut [u8] {
+        if !self.nested.is_empty() {
+            self.save_for_nested(pgno);
+        }
         self.dirty
             .get_mut(&pgno)
             .unwrap_or_else(|| panic!("page {pgno} is not dirty"))
@@ -329,6 +408,9 @@ impl PageStore for DirtyPages<'_> {
     }
 
     fn free(&mut self, pgno: u64, count: usize) {
+        if !self.nested.is_empty() {
+            self.save_for_nested(pgno);
+        }
         if let Some(buf) = self.dirty.remove(&pgno) {
             if buf.len() == self.page_size {
                 self.spare.push(buf);

@@ -89,6 +89,7 @@ fn check_key(env: &EnvInner, key: &[u8]) -> Result<()> {
 }
 
 /// A named DB's state in a write txn.
+#[derive(Clone)]
 struct NamedDb {
     record: DbRecord,
     orders: Orders,
@@ -1176,6 +1177,110 @@ impl Drop for WriteTxn<'_> {
         // Release the cross-process lock while still holding the in-process one: fcntl
         // locks belong to the process, so another thread must not take it first.
         self.env.lock.unlock_writer();
+    }
+}
+
+/// A nested write txn (LMDB's child txn): its changes become part of the parent on
+/// [`NestedTxn::commit`] and vanish on [`NestedTxn::abort`] (or drop), leaving the parent
+/// as it was. It dereferences to [`WriteTxn`], so it can do everything a write txn does,
+/// including nesting further; the parent cannot be used while it is open (it is borrowed).
+pub struct NestedTxn<'p, 'env> {
+    txn: &'p mut WriteTxn<'env>,
+    parent: ParentState,
+    done: bool,
+}
+
+/// The parts of a write txn's state a nested txn may change, as the parent left them.
+struct ParentState {
+    free_db: DbRecord,
+    main_db: DbRecord,
+    named: HashMap<u32, NamedDb>,
+    deleted_named: Vec<(u32, u16)>,
+    main_dropped: bool,
+    failed: bool,
+}
+
+impl<'env> WriteTxn<'env> {
+    /// Begins a nested txn (`mdb_txn_begin` with this txn as parent).
+    pub fn begin_nested(&mut self) -> Result<NestedTxn<'_, 'env>> {
+        self.check_usable()?;
+        self.pages.begin_nested();
+        let parent = ParentState {
+            free_db: self.free_db,
+            main_db: self.main_db,
+            named: self.named.clone(),
+            deleted_named: self.deleted_named.clone(),
+            main_dropped: self.main_dropped,
+            failed: self.failed,
+        };
+        Ok(NestedTxn {
+            txn: self,
+            parent,
+            done: false,
+        })
+    }
+}
+
+impl NestedTxn<'_, '_> {
+    /// Makes the nested txn's changes part of its parent. A nested txn that failed is
+    /// aborted instead, and `BadTxn` returned.
+    pub fn commit(mut self) -> Result<()> {
+        if self.txn.failed {
+            self.rollback();
+            return Err(Error::BadTxn);
+        }
+        self.txn.pages.commit_nested();
+        self.done = true;
+        Ok(())
+    }
+
+    /// Discards the nested txn's changes.
+    pub fn abort(mut self) {
+        self.rollback();
+    }
+
+    fn rollback(&mut self) {
+        if std::mem::replace(&mut self.done, true) {
+            return;
+        }
+        self.txn.pages.abort_nested();
+        let parent = std::mem::replace(
+            &mut self.parent,
+            ParentState {
+                free_db: DbRecord::empty(0),
+                main_db: DbRecord::empty(0),
+                named: HashMap::new(),
+                deleted_named: Vec::new(),
+                main_dropped: false,
+                failed: false,
+            },
+        );
+        self.txn.free_db = parent.free_db;
+        self.txn.main_db = parent.main_db;
+        self.txn.named = parent.named;
+        self.txn.deleted_named = parent.deleted_named;
+        self.txn.main_dropped = parent.main_dropped;
+        self.txn.failed = parent.failed;
+    }
+}
+
+impl<'env> std::ops::Deref for NestedTxn<'_, 'env> {
+    type Target = WriteTxn<'env>;
+
+    fn deref(&self) -> &WriteTxn<'env> {
+        self.txn
+    }
+}
+
+impl<'env> std::ops::DerefMut for NestedTxn<'_, 'env> {
+    fn deref_mut(&mut self) -> &mut WriteTxn<'env> {
+        self.txn
+    }
+}
+
+impl Drop for NestedTxn<'_, '_> {
+    fn drop(&mut self) {
+        self.rollback();
     }
 }
 

@@ -1,0 +1,2426 @@
+//! Named databases and DUPSORT between ferrocore and the real LMDB (mdb.master 0.9.70,
+//! through the `lmdb-master-sys` dev-dependency) and, when installed, Debian's
+//! `lmdb-utils` tools.
+//!
+//! One environment holds a named DB of every supported kind: plain, INTEGERKEY with u32
+//! and with u64 keys, REVERSEKEY, DUPSORT, DUPSORT|INTEGERDUP (u32 values),
+//! DUPSORT|INTEGERKEY|INTEGERDUP (u64 keys and values), DUPSORT|REVERSEDUP and
+//! DUPSORT|REVERSEKEY|REVERSEDUP, plus plain records in the main DB next to them. The
+//! DUPSORT DBs have keys with 1, 5, 60 and 2000 values (and more), so that single
+//! values, sub-pages and sub-DBs all occur; a raw reader of the data file confirms it.
+//!
+//! The environment is handed back and forth between the engines, which never have it
+//! open at the same time. Every DB is compared in full with a model: a `BTreeMap` of
+//! `BTreeSet`s whose elements order themselves as the DB's key and value orders say.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+
+use ferrocore::{db_flags, put_flags, Database, Env, EnvOptions, Error, ReadTxn, Stat, WriteTxn};
+
+/// Map size for the LMDB side (LMDB's map does not grow by itself).
+const LMDB_MAP_SIZE: usize = 1 << 30;
+
+/// Named DB slots both engines are opened with.
+const MAX_DBS: u32 = 32;
+
+/// A key/value pair, owned.
+type Pair = (Vec<u8>, Vec<u8>);
+
+// ---------------------------------------------------------------------------------------
+// A small wrapper around the LMDB C API, with named DBs and the cursor ops DUPSORT needs.
+// ---------------------------------------------------------------------------------------
+
+mod lmdb {
+    use std::ffi::{CStr, CString};
+    use std::marker::PhantomData;
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::Path;
+    use std::ptr;
+
+    pub use lmdb_master_sys as ffi;
+
+    pub type Pair = (Vec<u8>, Vec<u8>);
+
+    pub fn check(rc: i32, what: &str) {
+        if rc != ffi::MDB_SUCCESS {
+            // SAFETY: mdb_strerror returns a static NUL-terminated string for any code.
+            let msg = unsafe { CStr::from_ptr(ffi::mdb_strerror(rc)) };
+            panic!("LMDB {what} failed: {rc} ({})", msg.to_string_lossy());
+        }
+    }
+
+    fn val(bytes: &[u8]) -> ffi::MDB_val {
+        ffi::MDB_val {
+            mv_size: bytes.len(),
+            mv_data: bytes.as_ptr() as *mut _,
+        }
+    }
+
+    fn empty_val() -> ffi::MDB_val {
+        ffi::MDB_val {
+            mv_size: 0,
+            mv_data: ptr::null_mut(),
+        }
+    }
+
+    /// Copies the bytes an `MDB_val` points at.
+    ///
+    /// # Safety
+    /// `v` must come from LMDB within a still-live txn, or point at live caller memory.
+    unsafe fn copy_out(v: &ffi::MDB_val) -> Vec<u8> {
+        if v.mv_size == 0 {
+            Vec::new()
+        } else {
+            std::slice::from_raw_parts(v.mv_data as *const u8, v.mv_size).to_vec()
+        }
+    }
+
+    /// An open LMDB environment; closed on drop.
+    pub struct Env {
+        env: *mut ffi::MDB_env,
+    }
+
+    impl Env {
+        /// Opens (creating if needed) the environment in directory `path`, with room for
+        /// `max_dbs` named DBs (`mdb_env_set_maxdbs` must come before `mdb_env_open`).
+        pub fn open(path: &Path, map_size: usize, max_dbs: u32) -> Env {
+            let mut raw = ptr::null_mut();
+            // SAFETY: out-pointer to a local.
+            check(unsafe { ffi::mdb_env_create(&mut raw) }, "mdb_env_create");
+            // From here Drop calls mdb_env_close, also when open fails (as LMDB requires).
+            let env = Env { env: raw };
+            // SAFETY: valid env handle, not yet opened.
+            check(
+                unsafe { ffi::mdb_env_set_mapsize(env.env, map_size) },
+                "mdb_env_set_mapsize",
+            );
+            // SAFETY: valid env handle, not yet opened.
+            check(
+                unsafe { ffi::mdb_env_set_maxdbs(env.env, max_dbs) },
+                "mdb_env_set_maxdbs",
+            );
+            let cpath = CString::new(path.as_os_str().as_bytes()).expect("path without NUL");
+            // SAFETY: valid env handle and NUL-terminated path.
+            check(
+                unsafe { ffi::mdb_env_open(env.env, cpath.as_ptr(), ffi::MDB_NOTLS, 0o644) },
+                "mdb_env_open",
+            );
+            env
+        }
+
+        pub fn begin(&self, write: bool) -> Txn<'_> {
+            let mut txn = ptr::null_mut();
+            let flags = if write { 0 } else { ffi::MDB_RDONLY };
+            // SAFETY: valid open env; out-pointer to a local.
+            check(
+                unsafe { ffi::mdb_txn_begin(self.env, ptr::null_mut(), flags, &mut txn) },
+                "mdb_txn_begin",
+            );
+            Txn {
+                txn,
+                _env: PhantomData,
+            }
+        }
+
+        /// Runs `f` in a write txn and commits it.
+        pub fn write<R>(&self, f: impl FnOnce(&mut Txn<'_>) -> R) -> R {
+            let mut txn = self.begin(true);
+            let r = f(&mut txn);
+            txn.commit();
+            r
+        }
+    }
+
+    impl Drop for Env {
+        fn drop(&mut self) {
+            // SAFETY: every txn borrows the env, so none is alive here.
+            unsafe { ffi::mdb_env_close(self.env) };
+        }
+    }
+
+    /// A transaction; aborted on drop unless committed.
+    pub struct Txn<'e> {
+        txn: *mut ffi::MDB_txn,
+        _env: PhantomData<&'e Env>,
+    }
+
+    impl Txn<'_> {
+        /// `mdb_dbi_open`; `None` is the main DB. Returns LMDB's error code on failure.
+        pub fn open_db(&mut self, name: Option<&str>, flags: u32) -> Result<ffi::MDB_dbi, i32> {
+            let cname = name.map(|n| CString::new(n).expect("name without NUL"));
+            let mut dbi = 0;
+            // SAFETY: valid txn; the name is NUL-terminated or null; out-pointer to a local.
+            let rc = unsafe {
+                ffi::mdb_dbi_open(
+                    self.txn,
+                    cname.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
+                    flags,
+                    &mut dbi,
+                )
+            };
+            if rc == ffi::MDB_SUCCESS {
+                Ok(dbi)
+            } else {
+                Err(rc)
+            }
+        }
+
+        /// The DB flags LMDB holds for `dbi`.
+        pub fn dbi_flags(&self, dbi: ffi::MDB_dbi) -> u32 {
+            let mut flags = 0;
+            // SAFETY: valid txn and dbi; out-pointer to a local.
+            check(
+                unsafe { ffi::mdb_dbi_flags(self.txn, dbi, &mut flags) },
+                "mdb_dbi_flags",
+            );
+            flags
+        }
+
+        /// `mdb_put`; returns LMDB's return code.
+        pub fn put(&mut self, dbi: ffi::MDB_dbi, key: &[u8], value: &[u8], flags: u32) -> i32 {
+            let (mut k, mut v) = (val(key), val(value));
+            // SAFETY: valid write txn; LMDB copies key and value.
+            unsafe { ffi::mdb_put(self.txn, dbi, &mut k, &mut v, flags) }
+        }
+
+        /// `mdb_get`: the (first) value of `key`.
+        pub fn get(&self, dbi: ffi::MDB_dbi, key: &[u8]) -> Option<Vec<u8>> {
+            let (mut k, mut v) = (val(key), empty_val());
+            // SAFETY: valid txn; out-pointer to a local.
+            let rc = unsafe { ffi::mdb_get(self.txn, dbi, &mut k, &mut v) };
+            if rc == ffi::MDB_NOTFOUND {
+                return None;
+            }
+            check(rc, "mdb_get");
+            // SAFETY: v points into the map, valid while the txn lives.
+            Some(unsafe { copy_out(&v) })
+        }
+
+        /// `mdb_del` of a whole key (`value` None) or of one pair; false if absent.
+        pub fn del(&mut self, dbi: ffi::MDB_dbi, key: &[u8], value: Option<&[u8]>) -> bool {
+            let mut k = val(key);
+            let mut v = value.map(val);
+            let vp = v.as_mut().map_or(ptr::null_mut(), |v| v as *mut _);
+            // SAFETY: valid write txn; key and data point at live memory (or data is null).
+            let rc = unsafe { ffi::mdb_del(self.txn, dbi, &mut k, vp) };
+            if rc == ffi::MDB_NOTFOUND {
+                return false;
+            }
+            check(rc, "mdb_del");
+            true
+        }
+
+        /// `mdb_stat` of `dbi`.
+        pub fn stat(&self, dbi: ffi::MDB_dbi) -> ffi::MDB_stat {
+            // SAFETY: MDB_stat is plain data.
+            let mut st: ffi::MDB_stat = unsafe { std::mem::zeroed() };
+            // SAFETY: valid txn and dbi; out-pointer to a local.
+            check(unsafe { ffi::mdb_stat(self.txn, dbi, &mut st) }, "mdb_stat");
+            st
+        }
+
+        pub fn cursor(&self, dbi: ffi::MDB_dbi) -> Cursor<'_> {
+            let mut cur = ptr::null_mut();
+            // SAFETY: valid txn and dbi; out-pointer to a local.
+            check(
+                unsafe { ffi::mdb_cursor_open(self.txn, dbi, &mut cur) },
+                "mdb_cursor_open",
+            );
+            Cursor {
+                cur,
+                _txn: PhantomData,
+            }
+        }
+
+        pub fn commit(mut self) {
+            let txn = std::mem::replace(&mut self.txn, ptr::null_mut());
+            // SAFETY: valid txn, freed by commit whatever its result.
+            check(unsafe { ffi::mdb_txn_commit(txn) }, "mdb_txn_commit");
+        }
+    }
+
+    impl Drop for Txn<'_> {
+        fn drop(&mut self) {
+            if !self.txn.is_null() {
+                // SAFETY: valid, uncommitted txn.
+                unsafe { ffi::mdb_txn_abort(self.txn) };
+            }
+        }
+    }
+
+    /// A cursor of a txn; closed on drop.
+    pub struct Cursor<'t> {
+        cur: *mut ffi::MDB_cursor,
+        _txn: PhantomData<&'t ()>,
+    }
+
+    impl Cursor<'_> {
+        /// `mdb_cursor_get` with `op`; `key`/`data` are the inputs of the ops that take
+        /// them. Returns the key and data LMDB hands back, `None` on MDB_NOTFOUND.
+        pub fn get(
+            &mut self,
+            op: ffi::MDB_cursor_op,
+            key: Option<&[u8]>,
+            data: Option<&[u8]>,
+        ) -> Option<Pair> {
+            let mut k = key.map_or_else(empty_val, val);
+            let mut v = data.map_or_else(empty_val, val);
+            // SAFETY: valid cursor; k and v are locals pointing at live memory.
+            let rc = unsafe { ffi::mdb_cursor_get(self.cur, &mut k, &mut v, op) };
+            if rc == ffi::MDB_NOTFOUND {
+                return None;
+            }
+            check(rc, &format!("mdb_cursor_get (op {op})"));
+            // SAFETY: k and v point into the map (valid while the txn lives) or at the
+            // caller's key/data, alive for this call.
+            Some(unsafe { (copy_out(&k), copy_out(&v)) })
+        }
+
+        /// `mdb_cursor_count`.
+        pub fn count(&self) -> u64 {
+            let mut n: ffi::mdb_size_t = 0;
+            // SAFETY: valid cursor; out-pointer to a local.
+            check(
+                unsafe { ffi::mdb_cursor_count(self.cur, &mut n) },
+                "mdb_cursor_count",
+            );
+            n as u64
+        }
+    }
+
+    impl Drop for Cursor<'_> {
+        fn drop(&mut self) {
+            // SAFETY: the cursor belongs to a live txn (it borrows it) and is not used again.
+            unsafe { ffi::mdb_cursor_close(self.cur) };
+        }
+    }
+}
+
+use lmdb::ffi;
+
+// ---------------------------------------------------------------------------------------
+// Deterministic data.
+// ---------------------------------------------------------------------------------------
+
+/// splitmix64.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    /// Uniform in `lo..=hi`.
+    fn range(&mut self, lo: usize, hi: usize) -> usize {
+        lo + self.below(hi - lo + 1)
+    }
+
+    /// True with probability `num / den`.
+    fn chance(&mut self, num: usize, den: usize) -> bool {
+        self.below(den) < num
+    }
+
+    fn bytes(&mut self, len: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(len + 8);
+        while out.len() < len {
+            out.extend_from_slice(&self.next().to_le_bytes());
+        }
+        out.truncate(len);
+        out
+    }
+
+    /// `len` bytes from a small alphabet (so that keys share prefixes and suffixes).
+    fn alpha(&mut self, len: usize) -> Vec<u8> {
+        const ALPHABET: [u8; 8] = [0x00, 0x01, b'A', b'B', 0x7f, 0x80, 0xfe, 0xff];
+        (0..len).map(|_| ALPHABET[self.below(8)]).collect()
+    }
+}
+
+fn hex_prefix(b: &[u8]) -> String {
+    let mut s: String = b.iter().take(16).map(|x| format!("{x:02x}")).collect();
+    if b.len() > 16 {
+        s.push_str("..");
+    }
+    format!("{s} (len {})", b.len())
+}
+
+fn show(p: &Option<Pair>) -> String {
+    match p {
+        None => "None".to_string(),
+        Some((k, v)) => format!("({}, {})", hex_prefix(k), hex_prefix(v)),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The model: ordered as the DBs order keys and values.
+// ---------------------------------------------------------------------------------------
+
+/// An order LMDB applies to keys or duplicate values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Order {
+    /// memcmp, shorter prefix first.
+    Lex,
+    /// Bytes compared from the last one backwards; a proper suffix first.
+    Rev,
+    /// Native (little-endian) unsigned integers, all of one size (4 or 8 bytes).
+    Int,
+}
+
+fn as_int(b: &[u8]) -> u64 {
+    match b.len() {
+        4 => u32::from_le_bytes(b.try_into().unwrap()) as u64,
+        8 => u64::from_le_bytes(b.try_into().unwrap()),
+        n => panic!("an integer key or value of {n} bytes"),
+    }
+}
+
+fn order_cmp(order: Order, a: &[u8], b: &[u8]) -> Ordering {
+    match order {
+        Order::Lex => a.cmp(b),
+        Order::Rev => a.iter().rev().cmp(b.iter().rev()),
+        Order::Int => {
+            assert_eq!(a.len(), b.len(), "integers of one size");
+            as_int(a).cmp(&as_int(b))
+        }
+    }
+}
+
+/// Bytes that sort by an [`Order`].
+#[derive(Clone, Debug)]
+struct Ob {
+    order: Order,
+    bytes: Vec<u8>,
+}
+
+impl PartialEq for Ob {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Ob {}
+
+impl PartialOrd for Ob {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ob {
+    fn cmp(&self, other: &Self) -> Ordering {
+        order_cmp(self.order, &self.bytes, &other.bytes)
+    }
+}
+
+/// A DB's contents: each key's set of values (one value in a non-DUPSORT DB).
+type Model = BTreeMap<Ob, BTreeSet<Ob>>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum KeyKind {
+    /// 1..=24 bytes (now and then up to 511) from a small alphabet.
+    Bytes,
+    /// A short prefix and one of a few suffixes (REVERSEKEY order matters).
+    Suffixed,
+    U32,
+    U64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ValKind {
+    /// Non-DUPSORT values: 0..200 bytes, some large enough for overflow pages.
+    Plain,
+    /// DUPSORT values: 1..=20 bytes from a small alphabet, some 300..=511 bytes.
+    Bytes,
+    /// DUPSORT values with shared suffixes (REVERSEDUP order matters).
+    Suffixed,
+    U32,
+    U64,
+}
+
+/// One DB of the environment.
+struct Spec {
+    /// `None` for the main DB.
+    name: Option<&'static str>,
+    /// DB flags (`db_flags`, LMDB's values).
+    flags: u16,
+    key: KeyKind,
+    val: ValKind,
+}
+
+const DUPS: u16 = db_flags::DUP_SORT;
+
+/// The main DB (plain records next to the named DBs' records) and a named DB of each kind.
+const SPECS: &[Spec] = &[
+    Spec {
+        name: None,
+        flags: 0,
+        key: KeyKind::Bytes,
+        val: ValKind::Plain,
+    },
+    Spec {
+        name: Some("plain"),
+        flags: 0,
+        key: KeyKind::Bytes,
+        val: ValKind::Plain,
+    },
+    Spec {
+        name: Some("int32"),
+        flags: db_flags::INTEGER_KEY,
+        key: KeyKind::U32,
+        val: ValKind::Plain,
+    },
+    Spec {
+        name: Some("int64"),
+        flags: db_flags::INTEGER_KEY,
+        key: KeyKind::U64,
+        val: ValKind::Plain,
+    },
+    Spec {
+        name: Some("revkey"),
+        flags: db_flags::REVERSE_KEY,
+        key: KeyKind::Suffixed,
+        val: ValKind::Plain,
+    },
+    Spec {
+        name: Some("dups"),
+        flags: DUPS,
+        key: KeyKind::Bytes,
+        val: ValKind::Bytes,
+    },
+    Spec {
+        name: Some("dupint"),
+        flags: DUPS | db_flags::INTEGER_DUP,
+        key: KeyKind::Bytes,
+        val: ValKind::U32,
+    },
+    Spec {
+        name: Some("dupint64"),
+        flags: DUPS | db_flags::INTEGER_KEY | db_flags::INTEGER_DUP,
+        key: KeyKind::U64,
+        val: ValKind::U64,
+    },
+    Spec {
+        name: Some("duprev"),
+        flags: DUPS | db_flags::REVERSE_DUP,
+        key: KeyKind::Bytes,
+        val: ValKind::Suffixed,
+    },
+    Spec {
+        name: Some("duprevkey"),
+        flags: DUPS | db_flags::REVERSE_KEY | db_flags::REVERSE_DUP,
+        key: KeyKind::Suffixed,
+        val: ValKind::Suffixed,
+    },
+];
+
+fn named_count() -> usize {
+    SPECS.iter().filter(|s| s.name.is_some()).count()
+}
+
+fn is_db_name(key: &[u8]) -> bool {
+    SPECS.iter().any(|s| s.name.map(str::as_bytes) == Some(key))
+}
+
+/// Keys with designed value counts in every DUPSORT DB.
+mod special {
+    /// 1 value: a plain node.
+    pub const ONE: u64 = 1;
+    /// 5 values: a sub-page.
+    pub const FIVE: u64 = 2;
+    /// 60 values.
+    pub const SIXTY: u64 = 3;
+    /// 2000 values: a sub-DB of more than one level.
+    pub const BIG: u64 = 4;
+    /// A sub-DB shrunk to a single value.
+    pub const SHRINK: u64 = 5;
+    /// A sub-DB deleted whole.
+    pub const GONE: u64 = 6;
+    /// A sub-page shrunk to a single value.
+    pub const PAIRS: u64 = 7;
+    /// Values of 300..=511 bytes (where the value kind allows it).
+    pub const LONG: u64 = 8;
+    /// Created by a later writer.
+    pub const LATE: u64 = 9;
+    /// Created by a later writer.
+    pub const LATE2: u64 = 10;
+}
+
+fn special_key(kind: KeyKind, id: u64) -> Vec<u8> {
+    match kind {
+        KeyKind::Bytes => format!("special-{id}").into_bytes(),
+        KeyKind::Suffixed => format!("{id}:special").into_bytes(),
+        // Numeric order differs from byte order for these.
+        KeyKind::U32 => (id as u32 * 0x0100_0001 + 0x300).to_le_bytes().to_vec(),
+        KeyKind::U64 => ((id << 33) | (0x100 - id)).to_le_bytes().to_vec(),
+    }
+}
+
+fn gen_key(rng: &mut Rng, kind: KeyKind) -> Vec<u8> {
+    match kind {
+        KeyKind::Bytes => {
+            let len = if rng.chance(1, 30) {
+                rng.range(100, 511)
+            } else {
+                rng.range(1, 24)
+            };
+            rng.alpha(len)
+        }
+        KeyKind::Suffixed => {
+            let len = rng.range(0, 10);
+            let mut k = rng.alpha(len);
+            let suffixes: [&[u8]; 4] = [b"/x", b"/xy", b"yx", b"x"];
+            k.extend_from_slice(suffixes[rng.below(4)]);
+            k
+        }
+        KeyKind::U32 => {
+            let v = match rng.below(3) {
+                0 => rng.below(1000) as u32,
+                1 => rng.next() as u32,
+                _ => (rng.below(65536) as u32) << 16,
+            };
+            v.to_le_bytes().to_vec()
+        }
+        KeyKind::U64 => {
+            let v = match rng.below(4) {
+                0 => rng.below(1000) as u64,
+                1 => rng.next(),
+                2 => (rng.below(65536) as u64) << 48,
+                _ => rng.next() >> 32,
+            };
+            v.to_le_bytes().to_vec()
+        }
+    }
+}
+
+fn gen_val(rng: &mut Rng, kind: ValKind, long: bool) -> Vec<u8> {
+    match kind {
+        ValKind::Plain => {
+            let len = match rng.below(100) {
+                0 => rng.range(2100, 9000),
+                1..=10 => 0,
+                _ => rng.range(1, 200),
+            };
+            rng.bytes(len)
+        }
+        ValKind::Bytes => {
+            let len = if long || rng.chance(1, 40) {
+                rng.range(300, 511)
+            } else {
+                rng.range(1, 20)
+            };
+            rng.alpha(len)
+        }
+        ValKind::Suffixed => {
+            let len = if long {
+                rng.range(300, 500)
+            } else {
+                rng.range(0, 8)
+            };
+            let mut v = rng.alpha(len);
+            let suffixes: [&[u8]; 4] = [b"-v", b"-wv", b"wv", b"v"];
+            v.extend_from_slice(suffixes[rng.below(4)]);
+            v
+        }
+        ValKind::U32 => gen_key(rng, KeyKind::U32),
+        ValKind::U64 => gen_key(rng, KeyKind::U64),
+    }
+}
+
+/// One change, as both engines must apply it.
+#[derive(Clone, Debug)]
+enum Op {
+    /// A put; `exists` says it must fail with KEYEXIST (NO_OVERWRITE / NO_DUP_DATA).
+    Put {
+        db: usize,
+        key: Vec<u8>,
+        val: Vec<u8>,
+        flags: u32,
+        exists: bool,
+    },
+    /// Delete all values of a key; `existed` is the expected result.
+    DelKey {
+        db: usize,
+        key: Vec<u8>,
+        existed: bool,
+    },
+    /// Delete one pair of a DUPSORT DB.
+    DelPair {
+        db: usize,
+        key: Vec<u8>,
+        val: Vec<u8>,
+        existed: bool,
+    },
+}
+
+/// A DB's model and how its data is drawn.
+struct Db {
+    idx: usize,
+    spec: &'static Spec,
+    map: Model,
+    specials: BTreeSet<Vec<u8>>,
+}
+
+impl Db {
+    fn all() -> Vec<Db> {
+        SPECS
+            .iter()
+            .enumerate()
+            .map(|(idx, spec)| Db {
+                idx,
+                spec,
+                map: Model::new(),
+                specials: BTreeSet::new(),
+            })
+            .collect()
+    }
+
+    fn label(&self) -> &'static str {
+        self.spec.name.unwrap_or("<main>")
+    }
+
+    fn dup(&self) -> bool {
+        self.spec.flags & db_flags::DUP_SORT != 0
+    }
+
+    fn key_order(&self) -> Order {
+        if self.spec.flags & db_flags::REVERSE_KEY != 0 {
+            Order::Rev
+        } else if self.spec.flags & db_flags::INTEGER_KEY != 0 {
+            Order::Int
+        } else {
+            Order::Lex
+        }
+    }
+
+    /// LMDB's choice: INTEGERDUP before REVERSEDUP (mdb_default_cmp).
+    fn val_order(&self) -> Order {
+        if self.spec.flags & db_flags::INTEGER_DUP != 0 {
+            Order::Int
+        } else if self.spec.flags & db_flags::REVERSE_DUP != 0 {
+            Order::Rev
+        } else {
+            Order::Lex
+        }
+    }
+
+    fn kob(&self, key: &[u8]) -> Ob {
+        Ob {
+            order: self.key_order(),
+            bytes: key.to_vec(),
+        }
+    }
+
+    fn vob(&self, val: &[u8]) -> Ob {
+        Ob {
+            order: self.val_order(),
+            bytes: val.to_vec(),
+        }
+    }
+
+    /// Every pair, in the DB's order.
+    fn flat(&self) -> Vec<Pair> {
+        self.map
+            .iter()
+            .flat_map(|(k, vs)| vs.iter().map(|v| (k.bytes.clone(), v.bytes.clone())))
+            .collect()
+    }
+
+    fn pairs(&self) -> u64 {
+        self.map.values().map(|s| s.len() as u64).sum()
+    }
+
+    fn values(&self, key: &[u8]) -> Vec<Vec<u8>> {
+        self.map
+            .get(&self.kob(key))
+            .map(|s| s.iter().map(|v| v.bytes.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    fn special(&mut self, id: u64) -> Vec<u8> {
+        let k = special_key(self.spec.key, id);
+        self.specials.insert(k.clone());
+        k
+    }
+
+    /// A key not in the DB and not special.
+    fn new_key(&self, rng: &mut Rng) -> Vec<u8> {
+        loop {
+            let k = gen_key(rng, self.spec.key);
+            if !self.specials.contains(&k) && !self.map.contains_key(&self.kob(&k)) {
+                return k;
+            }
+        }
+    }
+
+    /// A random present key that is not special.
+    fn some_key(&self, rng: &mut Rng) -> Option<Vec<u8>> {
+        let keys: Vec<&Ob> = self
+            .map
+            .keys()
+            .filter(|k| !self.specials.contains(&k.bytes))
+            .collect();
+        if keys.is_empty() {
+            None
+        } else {
+            Some(keys[rng.below(keys.len())].bytes.clone())
+        }
+    }
+
+    /// A value not among `key`'s values.
+    fn new_val(&self, rng: &mut Rng, key: &[u8], long: bool) -> Vec<u8> {
+        let set = self.map.get(&self.kob(key));
+        loop {
+            let v = gen_val(rng, self.spec.val, long);
+            if !self.dup() || !set.is_some_and(|s| s.contains(&self.vob(&v))) {
+                return v;
+            }
+        }
+    }
+
+    fn put(&mut self, key: &[u8], val: &[u8], flags: u32) -> Op {
+        let (k, v) = (self.kob(key), self.vob(val));
+        let key_exists = self.map.contains_key(&k);
+        let pair_exists = self.map.get(&k).is_some_and(|s| s.contains(&v));
+        let exists = (flags & put_flags::NO_OVERWRITE != 0 && key_exists)
+            || (flags & put_flags::NO_DUP_DATA != 0 && pair_exists);
+        if !exists {
+            let dup = self.dup();
+            let set = self.map.entry(k).or_default();
+            if !dup {
+                set.clear();
+            }
+            set.insert(v);
+        }
+        Op::Put {
+            db: self.idx,
+            key: key.to_vec(),
+            val: val.to_vec(),
+            flags,
+            exists,
+        }
+    }
+
+    fn del_key(&mut self, key: &[u8]) -> Op {
+        let existed = self.map.remove(&self.kob(key)).is_some();
+        Op::DelKey {
+            db: self.idx,
+            key: key.to_vec(),
+            existed,
+        }
+    }
+
+    fn del_pair(&mut self, key: &[u8], val: &[u8]) -> Op {
+        assert!(self.dup());
+        let k = self.kob(key);
+        let v = self.vob(val);
+        let existed = match self.map.get_mut(&k) {
+            Some(set) => {
+                let removed = set.remove(&v);
+                if set.is_empty() {
+                    self.map.remove(&k);
+                }
+                removed
+            }
+            None => false,
+        };
+        Op::DelPair {
+            db: self.idx,
+            key: key.to_vec(),
+            val: val.to_vec(),
+            existed,
+        }
+    }
+
+    /// Adds `n` new values to `key` (a new key with `n` values if absent).
+    fn add(&mut self, rng: &mut Rng, key: &[u8], n: usize, long: bool, ops: &mut Vec<Op>) {
+        for _ in 0..n {
+            let v = self.new_val(rng, key, long);
+            ops.push(self.put(key, &v, 0));
+        }
+    }
+
+    /// Deletes `n` random pairs of `key`, one by one.
+    fn remove(&mut self, rng: &mut Rng, key: &[u8], n: usize, ops: &mut Vec<Op>) {
+        for _ in 0..n {
+            let vals = self.values(key);
+            if vals.is_empty() {
+                return;
+            }
+            let v = vals[rng.below(vals.len())].clone();
+            ops.push(self.del_pair(key, &v));
+        }
+    }
+
+    /// Deletes pairs of `key` until `keep` values are left.
+    fn shrink_to(&mut self, rng: &mut Rng, key: &[u8], keep: usize, ops: &mut Vec<Op>) {
+        let n = self.values(key).len().saturating_sub(keep);
+        self.remove(rng, key, n, ops);
+    }
+
+    /// A first load: the special keys of a DUPSORT DB (1, 5, 60, 2000 values, ...) and
+    /// `n` random keys.
+    fn fill(&mut self, rng: &mut Rng, n: usize, ops: &mut Vec<Op>) {
+        if self.dup() {
+            let long = matches!(self.spec.val, ValKind::Bytes | ValKind::Suffixed);
+            for (id, count) in [
+                (special::ONE, 1),
+                (special::FIVE, 5),
+                (special::SIXTY, 60),
+                (special::BIG, 2000),
+                (special::SHRINK, 300),
+                (special::GONE, 500),
+                (special::PAIRS, 40),
+                (special::LONG, 40),
+            ] {
+                let k = self.special(id);
+                self.add(rng, &k, count, long && id == special::LONG, ops);
+            }
+            for _ in 0..n {
+                let k = self.new_key(rng);
+                let count = [1, 1, 1, 2, 3, 5, 8, 13, 40, 70][rng.below(10)];
+                self.add(rng, &k, count, false, ops);
+            }
+        } else {
+            for _ in 0..n {
+                let k = self.new_key(rng);
+                let v = gen_val(rng, self.spec.val, false);
+                ops.push(self.put(&k, &v, 0));
+            }
+        }
+    }
+
+    /// `n` random changes to non-special keys: new keys, more values, overwrites, pair and
+    /// key deletes, deletes of absent keys and pairs, puts of present pairs, NO_DUP_DATA
+    /// and NO_OVERWRITE puts.
+    fn mix(&mut self, rng: &mut Rng, n: usize, ops: &mut Vec<Op>) {
+        for _ in 0..n {
+            let some = self.some_key(rng);
+            match (rng.below(10), some) {
+                (0 | 1, _) | (_, None) => {
+                    let k = self.new_key(rng);
+                    let count = if self.dup() {
+                        [1, 2, 4, 30][rng.below(4)]
+                    } else {
+                        1
+                    };
+                    self.add(rng, &k, count, false, ops);
+                }
+                (2 | 3, Some(k)) => {
+                    if self.dup() {
+                        let count = [1, 3, 20, 150][rng.below(4)];
+                        self.add(rng, &k, count, false, ops);
+                    } else {
+                        let v = gen_val(rng, self.spec.val, false);
+                        ops.push(self.put(&k, &v, 0));
+                    }
+                }
+                (4, Some(k)) => ops.push(self.del_key(&k)),
+                (5 | 6, Some(k)) => {
+                    if self.dup() {
+                        let n = [1, 1, 2, 10][rng.below(4)];
+                        self.remove(rng, &k, n, ops);
+                    } else {
+                        ops.push(self.del_key(&k));
+                    }
+                }
+                (7, Some(k)) => {
+                    // Absent key; absent pair of a present key.
+                    let absent = self.new_key(rng);
+                    ops.push(self.del_key(&absent));
+                    if self.dup() {
+                        let v = self.new_val(rng, &k, false);
+                        ops.push(self.del_pair(&k, &v));
+                    }
+                }
+                (8, Some(k)) => {
+                    // A present pair again: plainly (no change), with NO_DUP_DATA
+                    // (KEYEXIST), with NO_OVERWRITE (KEYEXIST).
+                    let vals = self.values(&k);
+                    let v = vals[rng.below(vals.len())].clone();
+                    if self.dup() {
+                        ops.push(self.put(&k, &v, 0));
+                        ops.push(self.put(&k, &v, put_flags::NO_DUP_DATA));
+                    }
+                    ops.push(self.put(&k, &v, put_flags::NO_OVERWRITE));
+                }
+                (_, Some(k)) => {
+                    if self.dup() {
+                        // A new pair with NO_DUP_DATA succeeds.
+                        let v = self.new_val(rng, &k, false);
+                        ops.push(self.put(&k, &v, put_flags::NO_DUP_DATA));
+                    } else {
+                        let k2 = self.new_key(rng);
+                        let v = gen_val(rng, self.spec.val, false);
+                        ops.push(self.put(&k2, &v, put_flags::NO_OVERWRITE));
+                    }
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Comparisons.
+// ---------------------------------------------------------------------------------------
+
+fn assert_pairs(ctx: &str, got: &[Pair], want: &[Pair]) {
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            g == w,
+            "{ctx}: item {i} is {} but the model has {}",
+            show(&Some(g.clone())),
+            show(&Some(w.clone()))
+        );
+    }
+    assert_eq!(
+        got.len(),
+        want.len(),
+        "{ctx}: {} items, the model has {}",
+        got.len(),
+        want.len()
+    );
+}
+
+fn assert_item(ctx: &str, got: Option<Pair>, want: Option<Pair>) {
+    assert!(
+        got == want,
+        "{ctx}: got {} but the model says {}",
+        show(&got),
+        show(&want)
+    );
+}
+
+fn stat_tuple_lm(st: &ffi::MDB_stat) -> (u32, u32, u64, u64, u64, u64) {
+    (
+        st.ms_psize,
+        st.ms_depth,
+        st.ms_branch_pages as u64,
+        st.ms_leaf_pages as u64,
+        st.ms_overflow_pages as u64,
+        st.ms_entries as u64,
+    )
+}
+
+fn stat_tuple_fc(st: &Stat) -> (u32, u32, u64, u64, u64, u64) {
+    (
+        st.page_size,
+        st.depth,
+        st.branch_pages,
+        st.leaf_pages,
+        st.overflow_pages,
+        st.entries,
+    )
+}
+
+/// Probe keys for SET / SET_RANGE: absent keys of the DB's kind, and present keys.
+fn probe_keys(rng: &mut Rng, db: &Db, n: usize) -> Vec<Vec<u8>> {
+    let mut out: Vec<Vec<u8>> = (0..n).map(|_| gen_key(rng, db.spec.key)).collect();
+    let keys: Vec<&Ob> = db.map.keys().collect();
+    for _ in 0..n.min(keys.len()) {
+        out.push(keys[rng.below(keys.len())].bytes.clone());
+    }
+    out
+}
+
+/// The model's answer to SET_RANGE `probe`: the first key `>= probe` at its first value.
+fn model_set_range(db: &Db, probe: &[u8]) -> Option<Pair> {
+    db.map
+        .range(db.kob(probe)..)
+        .next()
+        .map(|(k, vs)| (k.bytes.clone(), vs.first().unwrap().bytes.clone()))
+}
+
+/// The model's answer to GET_BOTH_RANGE `key`, `probe`.
+fn model_both_range(db: &Db, key: &[u8], probe: &[u8]) -> Option<Pair> {
+    let set = db.map.get(&db.kob(key))?;
+    set.range(db.vob(probe)..)
+        .next()
+        .map(|v| (key.to_vec(), v.bytes.clone()))
+}
+
+// ---------------------------------------------------------------------------------------
+// ferrocore side.
+// ---------------------------------------------------------------------------------------
+
+fn fc_open(path: &Path) -> Env {
+    // SAFETY: only this test touches the directory, and LMDB has it closed.
+    unsafe { EnvOptions::new().max_dbs(MAX_DBS).open(path) }.expect("ferrocore open")
+}
+
+fn own(r: ferrocore::Result<Option<(&[u8], &[u8])>>) -> Option<Pair> {
+    r.expect("cursor move")
+        .map(|(k, v)| (k.to_vec(), v.to_vec()))
+}
+
+/// What verification needs from a read txn or a write txn.
+trait View {
+    fn cur(&self, db: Database) -> ferrocore::Cursor<'_>;
+    fn first_value(&self, db: Database, key: &[u8]) -> Option<Vec<u8>>;
+    fn stat_of(&self, db: Database) -> Stat;
+}
+
+impl View for ReadTxn<'_> {
+    fn cur(&self, db: Database) -> ferrocore::Cursor<'_> {
+        self.cursor(db).expect("cursor")
+    }
+    fn first_value(&self, db: Database, key: &[u8]) -> Option<Vec<u8>> {
+        self.get(db, key).expect("get").map(<[u8]>::to_vec)
+    }
+    fn stat_of(&self, db: Database) -> Stat {
+        self.db_stat(db).expect("db_stat")
+    }
+}
+
+impl View for WriteTxn<'_> {
+    fn cur(&self, db: Database) -> ferrocore::Cursor<'_> {
+        self.cursor(db).expect("cursor")
+    }
+    fn first_value(&self, db: Database, key: &[u8]) -> Option<Vec<u8>> {
+        self.get(db, key).expect("get").map(<[u8]>::to_vec)
+    }
+    fn stat_of(&self, db: Database) -> Stat {
+        self.db_stat(db).expect("db_stat")
+    }
+}
+
+/// Handles of every DB, opened in a read txn (the DBs must exist).
+fn fc_handles(env: &Env) -> Vec<Database> {
+    let txn = env.begin_read().expect("begin_read");
+    SPECS
+        .iter()
+        .map(|s| {
+            txn.open_db(s.name)
+                .unwrap_or_else(|e| panic!("ferrocore open_db({:?}): {e:?}", s.name))
+        })
+        .collect()
+}
+
+/// Opens (creating if needed) every DB in a write txn, with its flags.
+fn fc_open_all(txn: &mut WriteTxn<'_>) -> Vec<Database> {
+    SPECS
+        .iter()
+        .map(|s| {
+            txn.open_db(s.name, db_flags::CREATE | s.flags as u32)
+                .unwrap_or_else(|e| panic!("ferrocore open_db({:?}, create): {e:?}", s.name))
+        })
+        .collect()
+}
+
+fn fc_apply_ops(txn: &mut WriteTxn<'_>, hs: &[Database], ops: &[Op]) {
+    for op in ops {
+        match op {
+            Op::Put {
+                db,
+                key,
+                val,
+                flags,
+                exists,
+            } => {
+                let r = txn.put(hs[*db], key, val, *flags);
+                if *exists {
+                    assert!(
+                        matches!(r, Err(Error::KeyExist)),
+                        "ferrocore put (flags {flags:#x}) of a present item in {:?}: {r:?}",
+                        SPECS[*db].name
+                    );
+                } else {
+                    r.unwrap_or_else(|e| {
+                        panic!(
+                            "ferrocore put in {:?} of {} / {}: {e:?}",
+                            SPECS[*db].name,
+                            hex_prefix(key),
+                            hex_prefix(val)
+                        )
+                    });
+                }
+            }
+            Op::DelKey { db, key, existed } => assert_eq!(
+                txn.delete(hs[*db], key).expect("ferrocore delete"),
+                *existed,
+                "ferrocore delete of {} in {:?}",
+                hex_prefix(key),
+                SPECS[*db].name
+            ),
+            Op::DelPair {
+                db,
+                key,
+                val,
+                existed,
+            } => assert_eq!(
+                txn.delete_value(hs[*db], key, Some(val))
+                    .expect("ferrocore delete_value"),
+                *existed,
+                "ferrocore delete_value of {} / {} in {:?}",
+                hex_prefix(key),
+                hex_prefix(val),
+                SPECS[*db].name
+            ),
+        }
+    }
+}
+
+/// One write txn: opens every DB (creating it if needed), runs `f`, verifies the DBs
+/// `verify` lists through the txn's own cursors before committing, and checks the file.
+fn fc_write(
+    ctx: &str,
+    env: &Env,
+    dbs: &[Db],
+    verify: &[usize],
+    rng: &mut Rng,
+    f: impl FnOnce(&mut WriteTxn<'_>, &[Database]),
+) {
+    let mut txn = env.begin_write().expect("begin_write");
+    let hs = fc_open_all(&mut txn);
+    f(&mut txn, &hs);
+    for &i in verify {
+        fc_verify_db(
+            &format!("{ctx} (in the write txn) [{}]", dbs[i].label()),
+            &txn,
+            hs[i],
+            &dbs[i],
+            rng,
+        );
+    }
+    txn.commit().expect("ferrocore commit");
+    fc_check(ctx, env);
+}
+
+fn fc_apply(ctx: &str, env: &Env, dbs: &[Db], rng: &mut Rng, ops: &[Op]) {
+    fc_write(ctx, env, dbs, &[], rng, |txn, hs| {
+        fc_apply_ops(txn, hs, ops)
+    });
+}
+
+fn fc_check(ctx: &str, env: &Env) {
+    match env.check() {
+        Ok(r) => assert_eq!(
+            r.named_dbs,
+            named_count() as u64,
+            "{ctx}: named DBs found by check"
+        ),
+        Err(e) => panic!("{ctx}: ferrocore check failed: {e:?}"),
+    }
+}
+
+/// Walks `db` with every cursor move and compares each answer with the model.
+fn fc_verify_db<V: View>(ctx: &str, txn: &V, h: Database, db: &Db, rng: &mut Rng) {
+    let flat = db.flat();
+    let main = db.spec.name.is_none();
+    let mut c = txn.cur(h);
+
+    // FIRST / NEXT and LAST / PREV.
+    let mut fwd = Vec::new();
+    let mut it = own(c.first());
+    while let Some(p) = it {
+        fwd.push(p);
+        it = own(c.next());
+    }
+    assert_item(&format!("{ctx}: next past the end"), own(c.next()), None);
+    let mut back = Vec::new();
+    let mut it = own(c.last());
+    while let Some(p) = it {
+        back.push(p);
+        it = own(c.prev());
+    }
+    back.reverse();
+    if main {
+        // The named DBs' records sit among the main DB's plain records.
+        let names: Vec<&Pair> = fwd.iter().filter(|(k, _)| is_db_name(k)).collect();
+        assert_eq!(
+            names.len(),
+            named_count(),
+            "{ctx}: named-DB records in main"
+        );
+        assert!(names.iter().all(|(_, v)| v.len() == 48), "{ctx}");
+        fwd.retain(|(k, _)| !is_db_name(k));
+        back.retain(|(k, _)| !is_db_name(k));
+    }
+    assert_pairs(&format!("{ctx}: first/next"), &fwd, &flat);
+    assert_pairs(&format!("{ctx}: last/prev"), &back, &flat);
+    assert_eq!(
+        txn.stat_of(h).entries,
+        flat.len() as u64 + if main { named_count() as u64 } else { 0 },
+        "{ctx}: entries"
+    );
+    for (k, vs) in &db.map {
+        let first = vs.first().unwrap().bytes.clone();
+        assert!(
+            txn.first_value(h, &k.bytes) == Some(first),
+            "{ctx}: get({}) is not the first value",
+            hex_prefix(&k.bytes)
+        );
+    }
+    if main {
+        return;
+    }
+
+    // Where each key's first pair sits in `flat`.
+    let mut start = Vec::new();
+    let mut n = 0;
+    for vs in db.map.values() {
+        start.push(n);
+        n += vs.len();
+    }
+    let keys: Vec<(&Ob, Vec<Vec<u8>>)> = db
+        .map
+        .iter()
+        .map(|(k, vs)| (k, vs.iter().map(|v| v.bytes.clone()).collect()))
+        .collect();
+    let at = |k: &Ob, v: &[u8]| Some((k.bytes.clone(), v.to_vec()));
+
+    // NEXT_NODUP over the keys; at each, count and every dup move.
+    let mut it = own(c.first());
+    for (k, vals) in &keys {
+        let (first, last) = (&vals[0], &vals[vals.len() - 1]);
+        let kctx = format!("{ctx}: key {}", hex_prefix(&k.bytes));
+        assert_item(&format!("{kctx}: next_nodup lands"), it, at(k, first));
+        assert_item(&format!("{kctx}: current"), own(c.current()), at(k, first));
+        // Dup moves only in DUPSORT DBs (LMDB answers MDB_INCOMPATIBLE elsewhere).
+        if db.dup() {
+            assert_eq!(
+                c.count().expect("count"),
+                vals.len() as u64,
+                "{kctx}: count"
+            );
+            assert_item(&format!("{kctx}: last_dup"), own(c.last_dup()), at(k, last));
+            let mut down = vec![last.clone()];
+            while let Some((kk, v)) = own(c.prev_dup()) {
+                assert!(kk == k.bytes, "{kctx}: prev_dup left the key");
+                down.push(v);
+            }
+            down.reverse();
+            assert!(
+                &down == vals,
+                "{kctx}: prev_dup walk differs from the model"
+            );
+            assert_item(
+                &format!("{kctx}: current after prev_dup"),
+                own(c.current()),
+                at(k, first),
+            );
+            let mut up = vec![first.clone()];
+            while let Some((kk, v)) = own(c.next_dup()) {
+                assert!(kk == k.bytes, "{kctx}: next_dup left the key");
+                up.push(v);
+            }
+            assert!(&up == vals, "{kctx}: next_dup walk differs from the model");
+            assert_item(
+                &format!("{kctx}: current after next_dup"),
+                own(c.current()),
+                at(k, last),
+            );
+            assert_eq!(c.count().expect("count"), vals.len() as u64, "{kctx}");
+            assert_item(
+                &format!("{kctx}: first_dup"),
+                own(c.first_dup()),
+                at(k, first),
+            );
+            if vals.len() > 2 {
+                // Leave from a middle value.
+                let mid = &vals[vals.len() / 2];
+                assert_item(
+                    &format!("{kctx}: get_both middle"),
+                    own(c.get_both(&k.bytes, mid)),
+                    at(k, mid),
+                );
+            }
+        }
+        it = own(c.next_nodup());
+    }
+    assert_item(&format!("{ctx}: next_nodup past the last key"), it, None);
+
+    // PREV_NODUP from the end: each key at its last value.
+    let mut it = own(c.last());
+    for (k, vals) in keys.iter().rev() {
+        let kctx = format!("{ctx}: key {}", hex_prefix(&k.bytes));
+        assert_item(
+            &format!("{kctx}: prev_nodup lands"),
+            it,
+            at(k, &vals[vals.len() - 1]),
+        );
+        if db.dup() {
+            assert_eq!(c.count().expect("count"), vals.len() as u64, "{kctx}");
+        }
+        it = own(c.prev_nodup());
+    }
+    assert_item(&format!("{ctx}: prev_nodup before the first key"), it, None);
+
+    // SET for every key, and the neighbours of its first pair.
+    for ((k, vals), &s) in keys.iter().zip(&start) {
+        let kctx = format!("{ctx}: key {}", hex_prefix(&k.bytes));
+        assert_item(
+            &format!("{kctx}: set"),
+            own(c.set(&k.bytes)),
+            at(k, &vals[0]),
+        );
+        assert_item(
+            &format!("{kctx}: next after set"),
+            own(c.next()),
+            flat.get(s + 1).cloned(),
+        );
+        assert_item(
+            &format!("{kctx}: set"),
+            own(c.set(&k.bytes)),
+            at(k, &vals[0]),
+        );
+        let before = if s == 0 {
+            None
+        } else {
+            flat.get(s - 1).cloned()
+        };
+        assert_item(&format!("{kctx}: prev after set"), own(c.prev()), before);
+    }
+    // SET and SET_RANGE of probes.
+    for p in probe_keys(rng, db, 300) {
+        let want = model_set_range(db, &p);
+        assert_item(
+            &format!("{ctx}: set_range({})", hex_prefix(&p)),
+            own(c.set_range(&p)),
+            want.clone(),
+        );
+        let exact = want.filter(|(k, _)| db.kob(k) == db.kob(&p));
+        assert_item(
+            &format!("{ctx}: set({})", hex_prefix(&p)),
+            own(c.set(&p)),
+            exact.clone(),
+        );
+        assert!(
+            txn.first_value(h, &p) == exact.map(|(_, v)| v),
+            "{ctx}: get({})",
+            hex_prefix(&p)
+        );
+    }
+    if !db.dup() {
+        return;
+    }
+
+    // GET_BOTH of every pair; now and then the neighbours and the count.
+    for (i, (k, v)) in flat.iter().enumerate() {
+        let pctx = format!("{ctx}: pair {i} ({} / {})", hex_prefix(k), hex_prefix(v));
+        assert_item(
+            &format!("{pctx}: get_both"),
+            own(c.get_both(k, v)),
+            Some((k.clone(), v.clone())),
+        );
+        if i % 7 == 0 {
+            assert_item(
+                &format!("{pctx}: next after get_both"),
+                own(c.next()),
+                flat.get(i + 1).cloned(),
+            );
+            own(c.get_both(k, v));
+            let before = if i == 0 {
+                None
+            } else {
+                flat.get(i - 1).cloned()
+            };
+            assert_item(
+                &format!("{pctx}: prev after get_both"),
+                own(c.prev()),
+                before,
+            );
+            own(c.get_both(k, v));
+            assert_eq!(
+                c.count().expect("count"),
+                db.values(k).len() as u64,
+                "{pctx}: count"
+            );
+        }
+    }
+    // GET_BOTH / GET_BOTH_RANGE of probe values, at present and absent keys.
+    for p in probe_keys(rng, db, 100) {
+        for _ in 0..4 {
+            let long = rng.chance(1, 10);
+            let probe = gen_val(rng, db.spec.val, long);
+            let range = model_both_range(db, &p, &probe);
+            let exact = range.clone().filter(|(_, v)| db.vob(v) == db.vob(&probe));
+            let pctx = format!("{ctx}: key {} value {}", hex_prefix(&p), hex_prefix(&probe));
+            assert_item(
+                &format!("{pctx}: get_both_range"),
+                own(c.get_both_range(&p, &probe)),
+                range,
+            );
+            assert_item(
+                &format!("{pctx}: get_both"),
+                own(c.get_both(&p, &probe)),
+                exact,
+            );
+        }
+    }
+}
+
+fn fc_verify_all(ctx: &str, env: &Env, dbs: &[Db], rng: &mut Rng) {
+    let hs = fc_handles(env);
+    let txn = env.begin_read().expect("begin_read");
+    for (db, h) in dbs.iter().zip(&hs) {
+        fc_verify_db(&format!("{ctx} [{}]", db.label()), &txn, *h, db, rng);
+    }
+}
+
+/// Stats of every DB as ferrocore reads them.
+fn fc_stats(env: &Env) -> Vec<Stat> {
+    let hs = fc_handles(env);
+    let txn = env.begin_read().expect("begin_read");
+    hs.iter()
+        .map(|h| txn.db_stat(*h).expect("db_stat"))
+        .collect()
+}
+
+/// Deletes through a write cursor: every other value of `key` (the first, the third, ...),
+/// checking that after each delete the cursor stands on the pair that followed.
+fn fc_cursor_delete_alternate(
+    ctx: &str,
+    txn: &mut WriteTxn<'_>,
+    h: Database,
+    db: &mut Db,
+    key: &[u8],
+) {
+    let flat = db.flat();
+    let vals = db.values(key);
+    assert!(!vals.is_empty(), "{ctx}: key to delete from is present");
+    // The pair after (key, v) in the DB before any of these deletes.
+    let succ = |v: &[u8]| -> Option<Pair> {
+        let i = flat
+            .iter()
+            .position(|(k, x)| k == key && x == v)
+            .expect("pair in flat");
+        flat.get(i + 1).cloned()
+    };
+    let mut c = txn.cursor_mut(h).expect("cursor_mut");
+    assert_item(
+        &format!("{ctx}: set"),
+        own(c.set(key)),
+        Some((key.to_vec(), vals[0].clone())),
+    );
+    for (i, v) in vals.iter().enumerate() {
+        let s = succ(v);
+        if i % 2 == 0 {
+            c.delete(0).expect("cursor delete");
+            if db.dup() {
+                db.del_pair(key, v);
+            } else {
+                db.del_key(key);
+            }
+            assert_item(
+                &format!("{ctx}: current after deleting value {i}"),
+                own(c.current()),
+                s.clone(),
+            );
+        }
+        assert_item(
+            &format!("{ctx}: next from value {i}"),
+            own(c.next()),
+            s.clone(),
+        );
+        if s.map_or(true, |(k, _)| k != key) {
+            break;
+        }
+    }
+}
+
+/// Deletes every value of `key` through a write cursor with NO_DUP_DATA.
+fn fc_cursor_delete_all(ctx: &str, txn: &mut WriteTxn<'_>, h: Database, db: &mut Db, key: &[u8]) {
+    let flat = db.flat();
+    let vals = db.values(key);
+    let last = vals.last().expect("present key");
+    let i = flat
+        .iter()
+        .position(|(k, x)| k == key && x == last)
+        .unwrap();
+    let s = flat.get(i + 1).cloned();
+    let mut c = txn.cursor_mut(h).expect("cursor_mut");
+    assert_item(
+        &format!("{ctx}: set"),
+        own(c.set(key)),
+        Some((key.to_vec(), vals[0].clone())),
+    );
+    c.delete(put_flags::NO_DUP_DATA).expect("cursor delete all");
+    db.del_key(key);
+    assert_item(&format!("{ctx}: next after deleting all"), own(c.next()), s);
+}
+
+// ---------------------------------------------------------------------------------------
+// LMDB side.
+// ---------------------------------------------------------------------------------------
+
+fn lm_open(path: &Path) -> lmdb::Env {
+    lmdb::Env::open(path, LMDB_MAP_SIZE, MAX_DBS)
+}
+
+/// Opens every DB in `txn` (`create`: with MDB_CREATE and the DB's flags).
+fn lm_dbis(txn: &mut lmdb::Txn<'_>, create: bool) -> Vec<ffi::MDB_dbi> {
+    SPECS
+        .iter()
+        .map(|s| {
+            let flags = if create && s.name.is_some() {
+                ffi::MDB_CREATE | s.flags as u32
+            } else {
+                0
+            };
+            let dbi = txn
+                .open_db(s.name, flags)
+                .unwrap_or_else(|rc| panic!("mdb_dbi_open({:?}) failed: {rc}", s.name));
+            assert_eq!(
+                txn.dbi_flags(dbi) & 0xffff,
+                s.flags as u32,
+                "LMDB's flags of {:?}",
+                s.name
+            );
+            dbi
+        })
+        .collect()
+}
+
+fn lm_apply(env: &lmdb::Env, ops: &[Op]) {
+    env.write(|txn| {
+        let dbis = lm_dbis(txn, true);
+        for op in ops {
+            match op {
+                Op::Put {
+                    db,
+                    key,
+                    val,
+                    flags,
+                    exists,
+                } => {
+                    let rc = txn.put(dbis[*db], key, val, *flags);
+                    let want = if *exists {
+                        ffi::MDB_KEYEXIST
+                    } else {
+                        ffi::MDB_SUCCESS
+                    };
+                    assert_eq!(
+                        rc,
+                        want,
+                        "LMDB put (flags {flags:#x}) in {:?} of {} / {}",
+                        SPECS[*db].name,
+                        hex_prefix(key),
+                        hex_prefix(val)
+                    );
+                }
+                Op::DelKey { db, key, existed } => assert_eq!(
+                    txn.del(dbis[*db], key, None),
+                    *existed,
+                    "LMDB delete of {} in {:?}",
+                    hex_prefix(key),
+                    SPECS[*db].name
+                ),
+                Op::DelPair {
+                    db,
+                    key,
+                    val,
+                    existed,
+                } => assert_eq!(
+                    txn.del(dbis[*db], key, Some(val)),
+                    *existed,
+                    "LMDB delete of {} / {} in {:?}",
+                    hex_prefix(key),
+                    hex_prefix(val),
+                    SPECS[*db].name
+                ),
+            }
+        }
+    });
+}
+
+/// Walks `db` with LMDB: MDB_NEXT and MDB_PREV scans, MDB_NEXT_NODUP with
+/// mdb_cursor_count, MDB_NEXT_DUP and MDB_PREV_DUP over each key, MDB_GET_BOTH of every
+/// pair, MDB_GET_BOTH_RANGE, MDB_SET_KEY, MDB_SET_RANGE and mdb_get probes.
+fn lm_verify_db(ctx: &str, txn: &lmdb::Txn<'_>, dbi: ffi::MDB_dbi, db: &Db, rng: &mut Rng) {
+    let flat = db.flat();
+    let main = db.spec.name.is_none();
+    let mut fwd = Vec::new();
+    let mut c = txn.cursor(dbi);
+    while let Some(p) = c.get(ffi::MDB_NEXT, None, None) {
+        fwd.push(p);
+    }
+    let mut back = Vec::new();
+    let mut c = txn.cursor(dbi);
+    while let Some(p) = c.get(ffi::MDB_PREV, None, None) {
+        back.push(p);
+    }
+    back.reverse();
+    if main {
+        fwd.retain(|(k, _)| !is_db_name(k));
+        back.retain(|(k, _)| !is_db_name(k));
+    }
+    assert_pairs(&format!("{ctx}: MDB_NEXT"), &fwd, &flat);
+    assert_pairs(&format!("{ctx}: MDB_PREV"), &back, &flat);
+    let entries = txn.stat(dbi).ms_entries as u64;
+    assert_eq!(
+        entries,
+        flat.len() as u64 + if main { named_count() as u64 } else { 0 },
+        "{ctx}: mdb_stat entries"
+    );
+    for (k, vs) in &db.map {
+        assert!(
+            txn.get(dbi, &k.bytes) == Some(vs.first().unwrap().bytes.clone()),
+            "{ctx}: mdb_get({}) is not the first value",
+            hex_prefix(&k.bytes)
+        );
+    }
+    if main {
+        return;
+    }
+    let mut c = txn.cursor(dbi);
+    for p in probe_keys(rng, db, 200) {
+        let want = model_set_range(db, &p);
+        let got = c.get(ffi::MDB_SET_RANGE, Some(&p), None);
+        assert_item(
+            &format!("{ctx}: MDB_SET_RANGE({})", hex_prefix(&p)),
+            got,
+            want.clone(),
+        );
+        let exact = want.filter(|(k, _)| db.kob(k) == db.kob(&p));
+        let got = c.get(ffi::MDB_SET_KEY, Some(&p), None);
+        assert_item(
+            &format!("{ctx}: MDB_SET_KEY({})", hex_prefix(&p)),
+            got,
+            exact,
+        );
+    }
+    if !db.dup() {
+        return;
+    }
+    let mut c = txn.cursor(dbi);
+    for (k, vs) in &db.map {
+        let vals: Vec<Vec<u8>> = vs.iter().map(|v| v.bytes.clone()).collect();
+        let kctx = format!("{ctx}: key {}", hex_prefix(&k.bytes));
+        let got = c.get(ffi::MDB_NEXT_NODUP, None, None);
+        assert_item(
+            &format!("{kctx}: MDB_NEXT_NODUP"),
+            got,
+            Some((k.bytes.clone(), vals[0].clone())),
+        );
+        assert_eq!(c.count(), vals.len() as u64, "{kctx}: mdb_cursor_count");
+        let mut up = vec![vals[0].clone()];
+        while let Some((kk, v)) = c.get(ffi::MDB_NEXT_DUP, None, None) {
+            assert!(kk == k.bytes, "{kctx}: MDB_NEXT_DUP left the key");
+            up.push(v);
+        }
+        assert!(
+            up == vals,
+            "{kctx}: MDB_NEXT_DUP walk differs from the model"
+        );
+        let mut down = vec![vals[vals.len() - 1].clone()];
+        while let Some((kk, v)) = c.get(ffi::MDB_PREV_DUP, None, None) {
+            assert!(kk == k.bytes, "{kctx}: MDB_PREV_DUP left the key");
+            down.push(v);
+        }
+        down.reverse();
+        assert!(
+            down == vals,
+            "{kctx}: MDB_PREV_DUP walk differs from the model"
+        );
+        // Back to the last value, so that NEXT_NODUP leaves from there.
+        let last = c.get(ffi::MDB_LAST_DUP, None, None).map(|(_, v)| v);
+        assert!(last.as_ref() == vals.last(), "{kctx}: MDB_LAST_DUP");
+    }
+    assert!(
+        c.get(ffi::MDB_NEXT_NODUP, None, None).is_none(),
+        "{ctx}: past the last key"
+    );
+    for (i, (k, v)) in flat.iter().enumerate() {
+        let got = c.get(ffi::MDB_GET_BOTH, Some(k), Some(v));
+        assert_item(
+            &format!("{ctx}: MDB_GET_BOTH of pair {i}"),
+            got,
+            Some((k.clone(), v.clone())),
+        );
+        if i % 5 == 0 {
+            assert_eq!(
+                c.count(),
+                db.values(k).len() as u64,
+                "{ctx}: mdb_cursor_count at pair {i}"
+            );
+            let got = c.get(ffi::MDB_NEXT, None, None);
+            assert_item(
+                &format!("{ctx}: MDB_NEXT after pair {i}"),
+                got,
+                flat.get(i + 1).cloned(),
+            );
+        }
+    }
+    for p in probe_keys(rng, db, 60) {
+        for _ in 0..4 {
+            let long = rng.chance(1, 10);
+            let probe = gen_val(rng, db.spec.val, long);
+            let range = model_both_range(db, &p, &probe);
+            let exact = range.clone().filter(|(_, v)| db.vob(v) == db.vob(&probe));
+            let pctx = format!("{ctx}: key {} value {}", hex_prefix(&p), hex_prefix(&probe));
+            let got = c.get(ffi::MDB_GET_BOTH_RANGE, Some(&p), Some(&probe));
+            assert_item(&format!("{pctx}: MDB_GET_BOTH_RANGE"), got, range);
+            let got = c.get(ffi::MDB_GET_BOTH, Some(&p), Some(&probe));
+            assert_item(&format!("{pctx}: MDB_GET_BOTH"), got, exact);
+        }
+    }
+}
+
+fn lm_verify_all(ctx: &str, env: &lmdb::Env, dbs: &[Db], rng: &mut Rng) {
+    let mut txn = env.begin(false);
+    let dbis = lm_dbis(&mut txn, false);
+    for (db, dbi) in dbs.iter().zip(&dbis) {
+        lm_verify_db(&format!("{ctx} [{}]", db.label()), &txn, *dbi, db, rng);
+    }
+}
+
+fn lm_stats(env: &lmdb::Env) -> Vec<ffi::MDB_stat> {
+    let mut txn = env.begin(false);
+    let dbis = lm_dbis(&mut txn, false);
+    dbis.iter().map(|d| txn.stat(*d)).collect()
+}
+
+fn assert_stats_eq(ctx: &str, lm: &[ffi::MDB_stat], fc: &[Stat]) {
+    for ((s, l), f) in SPECS.iter().zip(lm).zip(fc) {
+        assert_eq!(
+            stat_tuple_lm(l),
+            stat_tuple_fc(f),
+            "{ctx}: (psize, depth, branch, leaf, overflow, entries) of {:?}: LMDB vs ferrocore",
+            s.name
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// A raw reader of the data file: how each key of each named DB stores its values.
+// ---------------------------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Form {
+    /// A plain node (one value; for non-DUPSORT DBs also F_BIGDATA).
+    Single,
+    /// F_DUPDATA: a sub-page with this many values.
+    SubPage(usize),
+    /// F_DUPDATA|F_SUBDATA: a sub-DB of this depth and number of values.
+    SubDb { depth: u16, entries: u64 },
+}
+
+fn rd16(b: &[u8], o: usize) -> usize {
+    u16::from_le_bytes(b[o..o + 2].try_into().unwrap()) as usize
+}
+
+fn rd64(b: &[u8], o: usize) -> u64 {
+    u64::from_le_bytes(b[o..o + 8].try_into().unwrap())
+}
+
+/// Every leaf node of the tree rooted at `root`, in order: key, node flags, data.
+fn raw_leaves(file: &[u8], psize: usize, root: u64, out: &mut Vec<(Vec<u8>, usize, Vec<u8>)>) {
+    if root == u64::MAX {
+        return;
+    }
+    let page = &file[root as usize * psize..][..psize];
+    let flags = rd16(page, 10);
+    let n = (rd16(page, 12) - 16) / 2;
+    for i in 0..n {
+        let node = &page[rd16(page, 16 + 2 * i)..];
+        let (lo, hi, fl, ks) = (rd16(node, 0), rd16(node, 2), rd16(node, 4), rd16(node, 6));
+        if flags & 0x01 != 0 {
+            let child = lo as u64 | (hi as u64) << 16 | (fl as u64) << 32;
+            raw_leaves(file, psize, child, out);
+        } else {
+            assert!(flags & 0x02 != 0, "page {root}: neither branch nor leaf");
+            let dsize = if fl & 0x01 != 0 { 8 } else { lo | hi << 16 };
+            out.push((
+                node[8..8 + ks].to_vec(),
+                fl,
+                node[8 + ks..8 + ks + dsize].to_vec(),
+            ));
+        }
+    }
+}
+
+/// For each named DB, its keys in tree order and how each stores its values.
+fn raw_forms(dir: &Path) -> BTreeMap<Vec<u8>, Vec<(Vec<u8>, Form)>> {
+    let file = std::fs::read(dir.join("data.mdb")).expect("read data.mdb");
+    let psize = u32::from_le_bytes(file[40..44].try_into().unwrap()) as usize;
+    let meta = [0, psize]
+        .into_iter()
+        .max_by_key(|&m| (rd64(&file, m + 144), m == 0))
+        .unwrap();
+    let mut main = Vec::new();
+    raw_leaves(&file, psize, rd64(&file, meta + 88 + 40), &mut main);
+    let mut out = BTreeMap::new();
+    for (name, fl, rec) in main {
+        if fl & 0x02 == 0 {
+            continue;
+        }
+        assert_eq!(rec.len(), 48, "record of {name:?}");
+        let mut nodes = Vec::new();
+        raw_leaves(&file, psize, rd64(&rec, 40), &mut nodes);
+        let forms = nodes
+            .into_iter()
+            .map(|(k, fl, data)| {
+                let form = match fl & 0x06 {
+                    0x06 => Form::SubDb {
+                        depth: rd16(&data, 6) as u16,
+                        entries: rd64(&data, 32),
+                    },
+                    0x04 => {
+                        assert_eq!(rd16(&data, 10), 0x52, "sub-page flags");
+                        Form::SubPage((rd16(&data, 12) - 16) / 2)
+                    }
+                    0x00 => Form::Single,
+                    _ => panic!("node flags {fl:#x} in a named DB"),
+                };
+                (k, form)
+            })
+            .collect();
+        out.insert(name, forms);
+    }
+    out
+}
+
+/// The data file holds each DB's keys with the model's value counts, and every DUPSORT DB
+/// has single values, sub-pages and sub-DBs (one sub-DB with branch pages).
+fn assert_raw_forms(ctx: &str, dir: &Path, dbs: &[Db]) -> BTreeMap<Vec<u8>, Vec<(Vec<u8>, Form)>> {
+    let forms = raw_forms(dir);
+    assert_eq!(forms.len(), named_count(), "{ctx}: named DBs in the file");
+    for db in dbs.iter().filter(|d| d.spec.name.is_some()) {
+        let name = db.spec.name.unwrap();
+        let got = &forms[name.as_bytes()];
+        let keys: Vec<&Vec<u8>> = got.iter().map(|(k, _)| k).collect();
+        let want: Vec<&Vec<u8>> = db.map.keys().map(|k| &k.bytes).collect();
+        assert!(
+            keys == want,
+            "{ctx}: raw keys of {name} differ from the model"
+        );
+        let (mut single, mut sub, mut subdb, mut deep) = (0, 0, 0, 0);
+        for ((k, form), vs) in got.iter().zip(db.map.values()) {
+            let n = vs.len() as u64;
+            let count = match *form {
+                Form::Single => {
+                    single += 1;
+                    1
+                }
+                Form::SubPage(c) => {
+                    sub += 1;
+                    c as u64
+                }
+                Form::SubDb { depth, entries } => {
+                    subdb += 1;
+                    if depth >= 2 {
+                        deep += 1;
+                    }
+                    entries
+                }
+            };
+            assert_eq!(count, n, "{ctx}: {name} key {}: {form:?}", hex_prefix(k));
+            if !db.dup() {
+                assert_eq!(*form, Form::Single, "{ctx}: {name}");
+            }
+        }
+        if db.dup() {
+            assert!(
+                single > 0 && sub > 0 && subdb > 0 && deep > 0,
+                "{ctx}: {name} has {single} single values, {sub} sub-pages, {subdb} sub-DBs \
+                 ({deep} with branch pages); every form should occur"
+            );
+        }
+    }
+    forms
+}
+
+// ---------------------------------------------------------------------------------------
+// Debian's lmdb-utils.
+// ---------------------------------------------------------------------------------------
+
+/// True if `mdb_dump` and `mdb_stat` can be run.
+fn lmdb_utils_available() -> bool {
+    ["mdb_dump", "mdb_stat"].iter().all(|tool| {
+        Command::new(tool)
+            .arg("-V")
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    })
+}
+
+/// False (after saying so on stderr) if the tools are absent and not required; panics if
+/// they are absent but required (FERROCORE_REQUIRE_LMDB_UTILS or CI).
+fn lmdb_utils_or_skip(test: &str) -> bool {
+    if lmdb_utils_available() {
+        return true;
+    }
+    if std::env::var_os("FERROCORE_REQUIRE_LMDB_UTILS").is_some()
+        || std::env::var_os("CI").is_some()
+    {
+        panic!("FERROCORE_REQUIRE_LMDB_UTILS or CI is set but mdb_dump/mdb_stat are not on PATH");
+    }
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "{test}: CHECK NOT RUN: mdb_dump/mdb_stat (Debian lmdb-utils) are not on PATH; set \
+         FERROCORE_REQUIRE_LMDB_UTILS (or CI) to make this fail"
+    );
+    false
+}
+
+fn decode_hex_line(line: &str) -> Vec<u8> {
+    let b = line.as_bytes();
+    assert!(
+        b.first() == Some(&b' ') && b.len() % 2 == 1,
+        "mdb_dump data line: {line:?}"
+    );
+    (1..b.len())
+        .step_by(2)
+        .map(|i| {
+            std::str::from_utf8(&b[i..i + 2])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .unwrap_or_else(|| panic!("mdb_dump: bad hex at byte {i} of {line:?}"))
+        })
+        .collect()
+}
+
+fn run_tool(ctx: &str, tool: &str, args: &[&str], path: &Path) -> String {
+    let out = Command::new(tool)
+        .args(args)
+        .arg(path)
+        .output()
+        .unwrap_or_else(|e| panic!("run {tool}: {e}"));
+    assert!(
+        out.status.success(),
+        "{ctx}: {tool} {args:?} exited with {}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("tool output is ASCII")
+}
+
+/// Runs `mdb_dump -a` and `mdb_stat -a` on a closed environment: every named DB is dumped
+/// with its flags and every pair (each duplicate on its own), and its figures match.
+fn check_with_lmdb_utils(ctx: &str, path: &Path, dbs: &[Db], stats: &[Stat]) {
+    let text = run_tool(ctx, "mdb_dump", &["-a"], path);
+    let mut lines = text.lines();
+    let mut dumped: BTreeMap<String, (Vec<String>, Vec<Pair>)> = BTreeMap::new();
+    while let Some(first) = lines.next() {
+        assert_eq!(first, "VERSION=3", "{ctx}: mdb_dump -a section start");
+        let header: Vec<String> = lines
+            .by_ref()
+            .take_while(|l| *l != "HEADER=END")
+            .map(str::to_string)
+            .collect();
+        let data: Vec<&str> = lines.by_ref().take_while(|l| *l != "DATA=END").collect();
+        assert_eq!(data.len() % 2, 0, "{ctx}: odd number of data lines");
+        let pairs = data
+            .chunks(2)
+            .map(|p| (decode_hex_line(p[0]), decode_hex_line(p[1])))
+            .collect();
+        let name = header
+            .iter()
+            .find_map(|l| l.strip_prefix("database="))
+            .unwrap_or_else(|| panic!("{ctx}: section without database= : {header:?}"))
+            .to_string();
+        assert!(
+            dumped.insert(name.clone(), (header, pairs)).is_none(),
+            "{ctx}: {name} dumped twice"
+        );
+    }
+    let names: BTreeSet<&str> = SPECS.iter().filter_map(|s| s.name).collect();
+    assert_eq!(
+        dumped.keys().map(String::as_str).collect::<BTreeSet<_>>(),
+        names,
+        "{ctx}: DBs mdb_dump -a found"
+    );
+    for db in dbs.iter().filter(|d| d.spec.name.is_some()) {
+        let name = db.spec.name.unwrap();
+        let (header, pairs) = &dumped[name];
+        let has = |l: &str| header.iter().any(|x| x == l);
+        assert!(
+            has("format=bytevalue") && has("type=btree"),
+            "{ctx}: {name}: {header:?}"
+        );
+        assert!(has("db_pagesize=4096"), "{ctx}: {name}: {header:?}");
+        for (bit, word) in [
+            (db_flags::REVERSE_KEY, "reversekey"),
+            (db_flags::DUP_SORT, "dupsort"),
+            (db_flags::INTEGER_KEY, "integerkey"),
+            (db_flags::INTEGER_DUP, "integerdup"),
+            (db_flags::REVERSE_DUP, "reversedup"),
+        ] {
+            assert_eq!(
+                has(&format!("{word}=1")),
+                db.spec.flags & bit != 0,
+                "{ctx}: {name}: flag {word} in {header:?}"
+            );
+        }
+        assert_eq!(has("duplicates=1"), db.dup(), "{ctx}: {name}: {header:?}");
+        assert_pairs(&format!("{ctx}: mdb_dump -a of {name}"), pairs, &db.flat());
+    }
+
+    let text = run_tool(ctx, "mdb_stat", &["-a"], path);
+    let mut sections: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        if let Some(name) = line.strip_prefix("Status of ") {
+            current = Some(name.to_string());
+            sections.insert(name.to_string(), BTreeMap::new());
+        } else if !line.starts_with(' ') {
+            current = None;
+        } else if let (Some(name), Some((k, v))) = (&current, line.trim().split_once(": ")) {
+            if let Ok(v) = v.parse::<u64>() {
+                sections.get_mut(name).unwrap().insert(k.to_string(), v);
+            }
+        }
+    }
+    for ((db, spec), st) in dbs.iter().zip(SPECS).zip(stats) {
+        let title = spec.name.unwrap_or("Main DB");
+        let s = sections
+            .get(title)
+            .unwrap_or_else(|| panic!("{ctx}: mdb_stat -a has no section {title:?}:\n{text}"));
+        let fig = |f: &str| {
+            *s.get(f)
+                .unwrap_or_else(|| panic!("{ctx}: no {f:?} for {title}:\n{text}"))
+        };
+        let entries = db.pairs()
+            + if spec.name.is_none() {
+                named_count() as u64
+            } else {
+                0
+            };
+        assert_eq!(
+            fig("Entries"),
+            entries,
+            "{ctx}: mdb_stat -a entries of {title}"
+        );
+        assert_eq!(
+            [
+                fig("Tree depth"),
+                fig("Branch pages"),
+                fig("Leaf pages"),
+                fig("Overflow pages"),
+                fig("Entries")
+            ],
+            [
+                st.depth as u64,
+                st.branch_pages,
+                st.leaf_pages,
+                st.overflow_pages,
+                st.entries
+            ],
+            "{ctx}: mdb_stat -a figures of {title} vs ferrocore"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Workloads shared by the tests.
+// ---------------------------------------------------------------------------------------
+
+/// First load of every DB.
+fn load_ops(rng: &mut Rng, dbs: &mut [Db]) -> Vec<Op> {
+    let mut ops = Vec::new();
+    for db in dbs.iter_mut() {
+        let n = match (db.spec.name, db.dup()) {
+            (None, _) => 60,
+            (_, true) => 120,
+            (_, false) => 1500,
+        };
+        db.fill(rng, n, &mut ops);
+    }
+    ops
+}
+
+fn mix_ops(rng: &mut Rng, dbs: &mut [Db], n: usize) -> Vec<Op> {
+    let mut ops = Vec::new();
+    for db in dbs.iter_mut() {
+        db.mix(
+            rng,
+            if db.spec.name.is_none() { n / 10 } else { n },
+            &mut ops,
+        );
+    }
+    ops
+}
+
+/// Deletes of single pairs and whole keys: a sub-page half emptied, a sub-DB deleted
+/// whole, a sub-DB and a sub-page shrunk to one value, 400 pairs of the 2000.
+fn delete_ops(rng: &mut Rng, dbs: &mut [Db]) -> Vec<Op> {
+    let mut ops = Vec::new();
+    for db in dbs.iter_mut() {
+        if db.dup() {
+            let k = db.special(special::SIXTY);
+            db.remove(rng, &k, 30, &mut ops);
+            let k = db.special(special::GONE);
+            ops.push(db.del_key(&k));
+            ops.push(db.del_key(&k));
+            let k = db.special(special::SHRINK);
+            db.shrink_to(rng, &k, 1, &mut ops);
+            let k = db.special(special::PAIRS);
+            db.shrink_to(rng, &k, 1, &mut ops);
+            let k = db.special(special::BIG);
+            db.remove(rng, &k, 400, &mut ops);
+            for _ in 0..15 {
+                if let Some(k) = db.some_key(rng) {
+                    ops.push(db.del_key(&k));
+                }
+            }
+            for _ in 0..150 {
+                if let Some(k) = db.some_key(rng) {
+                    db.remove(rng, &k, 1, &mut ops);
+                }
+            }
+            // Keys with a single value (a plain node) again.
+            for _ in 0..5 {
+                let k = db.new_key(rng);
+                db.add(rng, &k, 1, false, &mut ops);
+            }
+        } else {
+            let n = db.map.len() / 5;
+            for _ in 0..n {
+                if let Some(k) = db.some_key(rng) {
+                    ops.push(db.del_key(&k));
+                }
+            }
+        }
+        let absent = db.new_key(rng);
+        ops.push(db.del_key(&absent));
+    }
+    ops
+}
+
+/// Growth and shrinkage by a second writer: a single value becomes a sub-page, a sub-page
+/// a sub-DB, a one-value sub-DB grows, a one-value sub-page empties (the key goes), the
+/// 2000-value sub-DB shrinks to 3, a sub-page key is deleted, a 1000-value key appears.
+fn reshape_ops(rng: &mut Rng, dbs: &mut [Db]) -> Vec<Op> {
+    let mut ops = Vec::new();
+    for db in dbs.iter_mut().filter(|d| d.dup()) {
+        let k = db.special(special::FIVE);
+        db.add(rng, &k, 400, false, &mut ops);
+        let k = db.special(special::ONE);
+        db.add(rng, &k, 4, false, &mut ops);
+        let k = db.special(special::SHRINK);
+        db.add(rng, &k, 50, false, &mut ops);
+        let k = db.special(special::PAIRS);
+        db.shrink_to(rng, &k, 0, &mut ops);
+        let k = db.special(special::BIG);
+        db.shrink_to(rng, &k, 3, &mut ops);
+        let k = db.special(special::SIXTY);
+        ops.push(db.del_key(&k));
+        let k = db.special(special::LATE);
+        db.add(rng, &k, 1000, false, &mut ops);
+    }
+    ops
+}
+
+/// A third writer: the 3-value sub-DB grows again, the 405-value sub-DB shrinks to 5,
+/// another big key appears.
+fn regrow_ops(rng: &mut Rng, dbs: &mut [Db]) -> Vec<Op> {
+    let mut ops = Vec::new();
+    for db in dbs.iter_mut().filter(|d| d.dup()) {
+        let k = db.special(special::BIG);
+        db.add(rng, &k, 600, false, &mut ops);
+        let k = db.special(special::FIVE);
+        db.shrink_to(rng, &k, 5, &mut ops);
+        let k = db.special(special::LATE2);
+        db.add(rng, &k, 700, false, &mut ops);
+    }
+    ops
+}
+
+/// Cursor deletes in one ferrocore write txn: every other value of the LONG key and of a
+/// random key, all values of another key (NO_DUP_DATA), single keys of plain DBs.
+fn fc_cursor_deletes(ctx: &str, env: &Env, dbs: &mut [Db], rng: &mut Rng) {
+    let mut txn = env.begin_write().expect("begin_write");
+    let hs = fc_open_all(&mut txn);
+    for (db, h) in dbs.iter_mut().zip(&hs) {
+        let dctx = format!("{ctx} [{}]", db.label());
+        if db.dup() {
+            let k = db.special(special::LONG);
+            fc_cursor_delete_alternate(&dctx, &mut txn, *h, db, &k);
+            // A multi-value key, and a single-value one (also at the very end of the DB).
+            let multi: Vec<Vec<u8>> = db
+                .map
+                .iter()
+                .filter(|(k, vs)| vs.len() > 3 && !db.specials.contains(&k.bytes))
+                .map(|(k, _)| k.bytes.clone())
+                .collect();
+            let k = multi[rng.below(multi.len())].clone();
+            fc_cursor_delete_alternate(&dctx, &mut txn, *h, db, &k);
+            let k = multi[rng.below(multi.len())].clone();
+            if db.map.contains_key(&db.kob(&k)) {
+                fc_cursor_delete_all(&dctx, &mut txn, *h, db, &k);
+            }
+            let last = db.map.keys().next_back().unwrap().bytes.clone();
+            fc_cursor_delete_alternate(&dctx, &mut txn, *h, db, &last);
+        } else if db.spec.name.is_some() {
+            for _ in 0..3 {
+                let k = db.some_key(rng).unwrap();
+                fc_cursor_delete_alternate(&dctx, &mut txn, *h, db, &k);
+            }
+        }
+    }
+    for (i, db) in dbs.iter().enumerate() {
+        fc_verify_db(
+            &format!("{ctx} (in the write txn) [{}]", db.label()),
+            &txn,
+            hs[i],
+            db,
+            rng,
+        );
+    }
+    txn.commit().expect("ferrocore commit");
+    fc_check(ctx, env);
+}
+
+// ---------------------------------------------------------------------------------------
+// 1. LMDB writes named DBs, ferrocore reads and modifies them, LMDB reads and writes,
+//    ferrocore reads.
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn lmdb_writes_named_and_dupsort_dbs_ferrocore_reads_and_writes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path();
+    let mut rng = Rng(0xDB5_0001);
+    let mut dbs = Db::all();
+
+    // LMDB: a load, a mixed txn, deletes of pairs and whole keys, another mixed txn.
+    let lm_stat = {
+        let lm = lm_open(path);
+        lm_apply(&lm, &load_ops(&mut rng, &mut dbs));
+        lm_apply(&lm, &mix_ops(&mut rng, &mut dbs, 200));
+        lm_apply(&lm, &delete_ops(&mut rng, &mut dbs));
+        lm_apply(&lm, &mix_ops(&mut rng, &mut dbs, 150));
+        // The harness itself: LMDB agrees with the model.
+        lm_verify_all("LMDB after its own writes", &lm, &dbs, &mut rng);
+        lm_stats(&lm)
+    };
+    assert_raw_forms("LMDB's file", path, &dbs);
+
+    // ferrocore reads everything, then reshapes every DB over several txns.
+    let fc_stat = {
+        let env = fc_open(path);
+        fc_check("ferrocore opening LMDB's file", &env);
+        assert_stats_eq("ferrocore opening LMDB's file", &lm_stat, &fc_stats(&env));
+        fc_verify_all("ferrocore reading LMDB's file", &env, &dbs, &mut rng);
+
+        let all: Vec<usize> = (0..dbs.len()).collect();
+        let ops = reshape_ops(&mut rng, &mut dbs);
+        fc_write(
+            "ferrocore reshaping",
+            &env,
+            &dbs,
+            &all,
+            &mut rng,
+            |txn, hs| fc_apply_ops(txn, hs, &ops),
+        );
+        fc_cursor_deletes("ferrocore cursor deletes", &env, &mut dbs, &mut rng);
+        let ops = mix_ops(&mut rng, &mut dbs, 200);
+        fc_apply("ferrocore mixed changes", &env, &dbs, &mut rng, &ops);
+        let ops = delete_ops(&mut rng, &mut dbs);
+        fc_apply("ferrocore deletes", &env, &dbs, &mut rng, &ops);
+        fc_verify_all("ferrocore after its writes", &env, &dbs, &mut rng);
+        fc_stats(&env)
+    };
+    assert_raw_forms("ferrocore's changes to LMDB's file", path, &dbs);
+
+    // LMDB reads ferrocore's changes, then writes more.
+    let lm_stat = {
+        let lm = lm_open(path);
+        assert_stats_eq("LMDB reopening", &lm_stats(&lm), &fc_stat);
+        lm_verify_all("LMDB reading ferrocore's changes", &lm, &dbs, &mut rng);
+        lm_apply(&lm, &regrow_ops(&mut rng, &mut dbs));
+        lm_apply(&lm, &mix_ops(&mut rng, &mut dbs, 150));
+        lm_verify_all("LMDB after writing again", &lm, &dbs, &mut rng);
+        lm_stats(&lm)
+    };
+    assert_raw_forms("LMDB's second writes", path, &dbs);
+
+    // ferrocore reads LMDB's latest writes.
+    let env = fc_open(path);
+    fc_check("ferrocore reading LMDB's second writes", &env);
+    assert_stats_eq("ferrocore reopening", &lm_stat, &fc_stats(&env));
+    fc_verify_all(
+        "ferrocore reading LMDB's second writes",
+        &env,
+        &dbs,
+        &mut rng,
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. ferrocore creates the DBs, LMDB and its tools read them.
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn ferrocore_creates_named_and_dupsort_dbs_lmdb_reads() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path();
+    let mut rng = Rng(0xDB5_0002);
+    let mut dbs = Db::all();
+
+    let fc_stat = {
+        let env = fc_open(path);
+        let all: Vec<usize> = (0..dbs.len()).collect();
+        let ops = load_ops(&mut rng, &mut dbs);
+        // The DBs are created in the txn that fills them.
+        fc_write("ferrocore load", &env, &dbs, &all, &mut rng, |txn, hs| {
+            fc_apply_ops(txn, hs, &ops)
+        });
+        let ops = mix_ops(&mut rng, &mut dbs, 200);
+        fc_apply("ferrocore mixed changes", &env, &dbs, &mut rng, &ops);
+        let ops = delete_ops(&mut rng, &mut dbs);
+        fc_apply("ferrocore deletes", &env, &dbs, &mut rng, &ops);
+        let ops = reshape_ops(&mut rng, &mut dbs);
+        fc_apply("ferrocore reshaping", &env, &dbs, &mut rng, &ops);
+        fc_cursor_deletes("ferrocore cursor deletes", &env, &mut dbs, &mut rng);
+        let ops = mix_ops(&mut rng, &mut dbs, 150);
+        fc_apply("ferrocore mixed changes 2", &env, &dbs, &mut rng, &ops);
+        fc_verify_all("ferrocore after its own writes", &env, &dbs, &mut rng);
+        fc_stats(&env)
+    };
+    assert_raw_forms("ferrocore's file", path, &dbs);
+
+    if lmdb_utils_or_skip("ferrocore_creates_named_and_dupsort_dbs_lmdb_reads") {
+        check_with_lmdb_utils("lmdb-utils on ferrocore's env", path, &dbs, &fc_stat);
+    }
+
+    {
+        let lm = lm_open(path);
+        let lm_stat = lm_stats(&lm);
+        for ((db, l), f) in dbs.iter().zip(&lm_stat).zip(&fc_stat) {
+            let extra = if db.spec.name.is_none() {
+                named_count() as u64
+            } else {
+                0
+            };
+            assert_eq!(
+                l.ms_entries as u64,
+                db.pairs() + extra,
+                "LMDB's mdb_stat entries of {}",
+                db.label()
+            );
+            assert_eq!(
+                stat_tuple_lm(l),
+                stat_tuple_fc(f),
+                "mdb_stat of {}",
+                db.label()
+            );
+        }
+        lm_verify_all("LMDB reading ferrocore's file", &lm, &dbs, &mut rng);
+        // LMDB can write on what ferrocore built.
+        lm_apply(&lm, &regrow_ops(&mut rng, &mut dbs));
+        lm_apply(&lm, &mix_ops(&mut rng, &mut dbs, 100));
+        lm_verify_all(
+            "LMDB after writing on ferrocore's file",
+            &lm,
+            &dbs,
+            &mut rng,
+        );
+    }
+    let env = fc_open(path);
+    fc_check("ferrocore reading LMDB's writes", &env);
+    fc_verify_all("ferrocore reading LMDB's writes", &env, &dbs, &mut rng);
+}
