@@ -39,7 +39,7 @@ fn value_bytes(v: u16, dup: bool) -> Vec<u8> {
     // Plain DBs get some values big enough for overflow pages; DUPSORT values stay small.
     let len = if dup {
         4 + v as usize % 40
-    } else if v % 97 == 0 {
+    } else if v.is_multiple_of(97) {
         3000 + v as usize
     } else {
         1 + v as usize % 200
