@@ -22,7 +22,7 @@ use crate::io;
 use crate::lock::LockFile;
 use crate::meta::{DbRecord, Meta, META_WRITE_SIZE};
 use crate::page::{Node, PageView};
-use crate::store::{DirtyPages, PageSource, SnapshotPages};
+use crate::store::{DirtyPages, PageSource, PageStore, SnapshotPages};
 
 /// A database handle. ferrocore has the main (unnamed) database; named databases come
 /// with the catalog (see the issue tracker).
@@ -875,11 +875,22 @@ impl<'env> WriteTxn<'env> {
                 max: u32::MAX as usize,
             });
         }
-        let known = put_flags::NO_OVERWRITE | put_flags::APPEND | put_flags::NO_DUP_DATA;
-        if flags & !known != 0 {
+        let known = put_flags::NO_OVERWRITE
+            | put_flags::APPEND
+            | put_flags::APPEND_DUP
+            | put_flags::NO_DUP_DATA;
+        if flags & put_flags::MULTIPLE != 0 {
             return Err(Error::InvalidArgument(
-                "put flag not supported on this database yet",
+                "MULTIPLE needs a DUPFIXED database, which is not supported yet",
             ));
+        }
+        if flags & (put_flags::CURRENT | put_flags::RESERVE) != 0 {
+            return Err(Error::InvalidArgument(
+                "CURRENT is a cursor put flag and RESERVE has its own call (put_reserve)",
+            ));
+        }
+        if flags & !known != 0 {
+            return Err(Error::InvalidArgument("unknown put flag"));
         }
         let no_overwrite = flags & put_flags::NO_OVERWRITE != 0;
         let (record, orders) = self.tree_mut(db)?;
@@ -894,9 +905,21 @@ impl<'env> WriteTxn<'env> {
                 });
             }
             if flags & (put_flags::APPEND | put_flags::APPEND_DUP) != 0 {
-                return Err(Error::InvalidArgument(
-                    "APPEND on a DUPSORT database is not supported yet",
-                ));
+                // LMDB: APPEND needs a key after every key; APPENDDUP a value after every
+                // value of the key. Out of order is KeyExist.
+                let src = &self.pages;
+                let mut c = CursorCore::new(record_copy, orders);
+                let in_order = if flags & put_flags::APPEND != 0 {
+                    !c.last(src)? || cmp.compare(key, c.item(src)?.0) == std::cmp::Ordering::Greater
+                } else {
+                    !c.seek(src, key, true)? || {
+                        c.edge_dup(src, true)?;
+                        dcmp.compare(value, c.item(src)?.1) == std::cmp::Ordering::Greater
+                    }
+                };
+                if !in_order {
+                    return Err(Error::KeyExist);
+                }
             }
             let no_dup_data = flags & put_flags::NO_DUP_DATA != 0;
             let tree = TreeMut {
@@ -908,7 +931,7 @@ impl<'env> WriteTxn<'env> {
             *self.tree_mut(db)?.0 = record_copy;
             return self.note(r.map(|_| None));
         }
-        if flags & put_flags::NO_DUP_DATA != 0 {
+        if flags & (put_flags::NO_DUP_DATA | put_flags::APPEND_DUP) != 0 {
             return Err(Error::Incompatible);
         }
         let mode = PutMode {
@@ -924,6 +947,37 @@ impl<'env> WriteTxn<'env> {
         .put(key, value, mode);
         *self.tree_mut(db)?.0 = record_copy;
         self.note(r)
+    }
+
+    /// Stores a value of `len` bytes under `key` and returns it to be filled in place
+    /// (`MDB_RESERVE`): no copy of the value is made. The bytes start zeroed. Not for
+    /// DUPSORT DBs (as in LMDB). `flags`: `NO_OVERWRITE`, `APPEND`.
+    pub fn put_reserve(
+        &mut self,
+        db: Database,
+        key: &[u8],
+        len: usize,
+        flags: u32,
+    ) -> Result<&mut [u8]> {
+        if self.tree(db)?.1.dup.is_some() {
+            return Err(Error::Incompatible);
+        }
+        let zeros = vec![0u8; len];
+        self.put_inner(db, key, &zeros, flags)?;
+        let (record, orders) = self.tree(db)?;
+        let mut path = btree::Path::default();
+        let (idx, exact) = btree::search(&self.pages, &record, orders.key, key, &mut path)?;
+        debug_assert!(exact, "the key just stored is found");
+        let node = btree::view(&self.pages, path.leaf())?.node(idx)?;
+        if node.flags & crate::page::node_flags::BIGDATA != 0 {
+            let run = node.overflow_pgno();
+            let start = crate::page::PAGE_HEADER_SIZE;
+            return Ok(&mut self.pages.dirty_mut(run)[start..start + len]);
+        }
+        Ok(crate::page::edit::inline_data_mut(
+            self.pages.dirty_mut(path.leaf()),
+            idx,
+        ))
     }
 
     /// Deletes `key`. Returns false if it was not present.
@@ -1388,8 +1442,28 @@ impl WriteCursor<'_, '_> {
         self.core.count(&self.txn.pages)
     }
 
-    /// Stores `key`/`value` and leaves the cursor on that pair.
+    /// Stores `key`/`value` and leaves the cursor on that pair. With `put_flags::CURRENT`
+    /// the item at the cursor is replaced (`key` must be its key; in a DUPSORT DB the current
+    /// value is replaced by `value`, which then takes its place in the order).
     pub fn put(&mut self, key: &[u8], value: &[u8], flags: u32) -> Result<()> {
+        if flags & put_flags::CURRENT != 0 {
+            let (cur_key, cur_value) = match self.core.item(&self.txn.pages) {
+                Ok((k, v)) => (k.to_vec(), v.to_vec()),
+                Err(Error::NotFound) => {
+                    return Err(Error::InvalidArgument("CURRENT needs a positioned cursor"))
+                }
+                Err(e) => return Err(e),
+            };
+            if self.core.cmp.compare(&cur_key, key) != std::cmp::Ordering::Equal {
+                return Err(Error::InvalidArgument(
+                    "CURRENT: the key differs from the cursor's",
+                ));
+            }
+            if self.core.dcmp.is_some() && cur_value != value {
+                self.txn.delete_value(self.db, key, Some(&cur_value))?;
+            }
+            return self.put(key, value, flags & !put_flags::CURRENT);
+        }
         self.txn.put_inner(self.db, key, value, flags)?;
         self.refresh()?;
         let found = if self.core.dcmp.is_some() {

@@ -1,0 +1,160 @@
+//! Put flags beyond the basics: RESERVE, CURRENT, APPEND/APPENDDUP on DUPSORT, and the
+//! errors LMDB gives for the rest.
+
+use ferrocore::{db_flags, env_flags, put_flags, Database, Env, EnvOptions, Error};
+
+fn open(dir: &std::path::Path) -> Env {
+    // SAFETY: the test owns the directory.
+    unsafe {
+        EnvOptions::new()
+            .max_dbs(4)
+            .flags(env_flags::NO_SYNC)
+            .open(dir)
+            .unwrap()
+    }
+}
+
+const MAIN: Database = Database::MAIN;
+
+#[test]
+fn reserve_hands_back_the_value_to_fill() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let mut txn = env.begin_write().unwrap();
+    for (key, len) in [(&b"small"[..], 100usize), (b"big", 50_000), (b"empty", 0)] {
+        let slot = txn.put_reserve(MAIN, key, len, 0).unwrap();
+        assert_eq!(slot.len(), len);
+        assert!(slot.iter().all(|&b| b == 0));
+        for (i, b) in slot.iter_mut().enumerate() {
+            *b = (i % 251) as u8;
+        }
+    }
+    // Reserving again over an existing key gives a fresh, zeroed slot.
+    let again = txn.put_reserve(MAIN, b"small", 100, 0).unwrap();
+    assert!(again.iter().all(|&b| b == 0));
+    again[0] = 0xEE;
+    assert!(matches!(
+        txn.put_reserve(MAIN, b"big", 10, put_flags::NO_OVERWRITE),
+        Err(Error::KeyExist)
+    ));
+    let dups = txn
+        .open_db(Some("d"), db_flags::CREATE | db_flags::DUP_SORT as u32)
+        .unwrap();
+    assert!(matches!(
+        txn.put_reserve(dups, b"k", 4, 0),
+        Err(Error::Incompatible)
+    ));
+    txn.commit().unwrap();
+    let txn = env.begin_read().unwrap();
+    let expect = |len: usize| (0..len).map(|i| (i % 251) as u8).collect::<Vec<u8>>();
+    let mut small = vec![0u8; 100];
+    small[0] = 0xEE;
+    assert_eq!(txn.get(MAIN, b"small").unwrap(), Some(&small[..]));
+    assert_eq!(txn.get(MAIN, b"big").unwrap(), Some(&expect(50_000)[..]));
+    assert_eq!(txn.get(MAIN, b"empty").unwrap(), Some(&b""[..]));
+    txn.check().unwrap();
+}
+
+#[test]
+fn current_replaces_the_item_at_the_cursor() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let mut txn = env.begin_write().unwrap();
+    let dups = txn
+        .open_db(Some("d"), db_flags::CREATE | db_flags::DUP_SORT as u32)
+        .unwrap();
+    for v in [&b"b"[..], b"d", b"f"] {
+        txn.put(dups, b"k", v, 0).unwrap();
+    }
+    txn.put(MAIN, b"a", b"1", 0).unwrap();
+    {
+        let mut c = txn.cursor_mut(MAIN).unwrap();
+        c.set(b"a").unwrap();
+        c.put(b"a", b"replaced", put_flags::CURRENT).unwrap();
+        assert!(matches!(
+            c.put(b"zz", b"x", put_flags::CURRENT),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+    {
+        let mut c = txn.cursor_mut(dups).unwrap();
+        c.get_both(b"k", b"d").unwrap().unwrap();
+        c.put(b"k", b"e", put_flags::CURRENT).unwrap();
+        assert_eq!(c.current().unwrap().unwrap().1, b"e");
+        assert_eq!(c.count().unwrap(), 3);
+    }
+    assert_eq!(txn.get(MAIN, b"a").unwrap(), Some(&b"replaced"[..]));
+    let mut c = txn.cursor(dups).unwrap();
+    let mut got = vec![c.set(b"k").unwrap().unwrap().1.to_vec()];
+    while let Some((_, v)) = c.next_dup().unwrap() {
+        got.push(v.to_vec());
+    }
+    assert_eq!(got, [b"b".to_vec(), b"e".to_vec(), b"f".to_vec()]);
+}
+
+#[test]
+fn append_and_appenddup_on_dupsort() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let mut txn = env.begin_write().unwrap();
+    let dups = txn
+        .open_db(Some("d"), db_flags::CREATE | db_flags::DUP_SORT as u32)
+        .unwrap();
+    for k in 0..50u32 {
+        txn.put(dups, &k.to_be_bytes(), b"a", put_flags::APPEND)
+            .unwrap();
+        for v in 1..20u8 {
+            txn.put(dups, &k.to_be_bytes(), &[b'a', v], put_flags::APPEND_DUP)
+                .unwrap();
+        }
+        assert!(matches!(
+            txn.put(dups, &k.to_be_bytes(), b"a\x05", put_flags::APPEND_DUP),
+            Err(Error::KeyExist)
+        ));
+    }
+    // APPEND with the last key again, or an earlier key: out of order.
+    assert!(matches!(
+        txn.put(dups, &49u32.to_be_bytes(), b"z", put_flags::APPEND),
+        Err(Error::KeyExist)
+    ));
+    assert!(matches!(
+        txn.put(dups, &3u32.to_be_bytes(), b"z", put_flags::APPEND),
+        Err(Error::KeyExist)
+    ));
+    assert_eq!(txn.db_stat(dups).unwrap().entries, 50 * 20);
+    txn.commit().unwrap();
+    env.check().unwrap();
+}
+
+#[test]
+fn duplicate_sizes_and_unsupported_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let mut txn = env.begin_write().unwrap();
+    let dups = txn
+        .open_db(Some("d"), db_flags::CREATE | db_flags::DUP_SORT as u32)
+        .unwrap();
+    txn.put(dups, b"k", &[7u8; 511], 0).unwrap();
+    let e = txn.put(dups, b"k", &[7u8; 512], 0).unwrap_err();
+    assert!(matches!(e, Error::BadValSize { size: 512, .. }), "{e}");
+    assert_eq!(e.lmdb_code(), -30781);
+    assert!(matches!(
+        txn.put(dups, b"k", b"", 0),
+        Err(Error::BadValSize { size: 0, .. })
+    ));
+    assert!(matches!(
+        txn.put(MAIN, b"k", b"v", put_flags::MULTIPLE),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        txn.put(MAIN, b"k", b"v", put_flags::NO_DUP_DATA),
+        Err(Error::Incompatible)
+    ));
+    assert!(matches!(
+        txn.put(MAIN, b"k", b"v", 0x8000_0000),
+        Err(Error::InvalidArgument(_))
+    ));
+    // None of these poisoned the txn.
+    txn.put(MAIN, b"k", b"v", 0).unwrap();
+    txn.commit().unwrap();
+}
