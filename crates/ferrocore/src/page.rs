@@ -121,6 +121,8 @@ pub struct PageView<'a> {
     flags: u16,
     num_keys: usize,
     upper: usize,
+    /// LEAF2 pages (DUPFIXED): the size of every key, stored packed without nodes; else 0.
+    fixed: usize,
 }
 
 /// Builds a corruption error off the hot path.
@@ -180,6 +182,9 @@ impl<'a> PageView<'a> {
                 | page_flags::OVERFLOW
                 | page_flags::META
                 | page_flags::LEAF2);
+        if kind == page_flags::LEAF | page_flags::LEAF2 {
+            return Self::parse_leaf2(bytes, pgno, flags);
+        }
         if kind != page_flags::BRANCH && kind != page_flags::LEAF {
             return Err(corrupt(pgno, "not a branch or leaf page"));
         }
@@ -201,7 +206,40 @@ impl<'a> PageView<'a> {
             flags,
             num_keys: (lower - PAGE_HEADER_SIZE) / 2,
             upper,
+            fixed: 0,
         })
+    }
+
+    /// A LEAF2 page: `mp_pad` keys of one size packed from byte 16; `mp_lower` counts them
+    /// (16 + 2n) and `mp_upper` is only a counter (it may exceed the page).
+    #[cold]
+    fn parse_leaf2(bytes: &'a [u8], pgno: u64, flags: u16) -> Result<Self> {
+        if flags & page_flags::SUBP == 0 && read_u64(bytes, 0) != pgno {
+            return Err(corrupt(pgno, "page number in header does not match"));
+        }
+        let fixed = read_u16(bytes, 8) as usize;
+        let lower = read_u16(bytes, 12) as usize;
+        if fixed == 0 || lower < PAGE_HEADER_SIZE || !lower.is_multiple_of(2) {
+            return Err(corrupt(pgno, "bad LEAF2 page header"));
+        }
+        let num_keys = (lower - PAGE_HEADER_SIZE) / 2;
+        if PAGE_HEADER_SIZE + num_keys * fixed > bytes.len() {
+            return Err(corrupt(pgno, "LEAF2 keys run past the page"));
+        }
+        Ok(PageView {
+            pgno,
+            bytes,
+            flags,
+            num_keys,
+            upper: bytes.len(),
+            fixed,
+        })
+    }
+
+    /// True for a LEAF2 page (fixed-size keys without nodes).
+    #[inline]
+    pub fn is_leaf2(&self) -> bool {
+        self.fixed != 0
     }
 
     /// This page's number.
@@ -249,6 +287,9 @@ impl<'a> PageView<'a> {
     /// Free bytes between the slot array and the node area.
     #[inline]
     pub fn free_space(&self) -> usize {
+        if self.fixed != 0 {
+            return self.bytes.len() - PAGE_HEADER_SIZE - self.num_keys * self.fixed;
+        }
         read_u16(self.bytes, 14) as usize - read_u16(self.bytes, 12) as usize
     }
 
@@ -274,6 +315,14 @@ impl<'a> PageView<'a> {
     /// Node `i`, with every offset checked against the page.
     #[inline]
     pub fn node(&self, i: usize) -> Result<Node<'a>> {
+        if self.fixed != 0 {
+            return Ok(Node {
+                flags: 0,
+                key: self.key(i)?,
+                lo_hi: 0,
+                data: &[],
+            });
+        }
         let b = self.bytes;
         let off = self.node_offset(i)?;
         let lo = read_u16(b, off) as u64;
@@ -314,6 +363,13 @@ impl<'a> PageView<'a> {
     /// Key of node `i` (empty for node 0 of a branch); checks only what the key needs.
     #[inline(always)]
     pub fn key(&self, i: usize) -> Result<&'a [u8]> {
+        if self.fixed != 0 {
+            if i >= self.num_keys {
+                return Err(corrupt(self.pgno, "key index past the LEAF2 page"));
+            }
+            let start = PAGE_HEADER_SIZE + i * self.fixed;
+            return Ok(&self.bytes[start..start + self.fixed]);
+        }
         let off = self.node_offset(i)?;
         let ksize = read_u16(self.bytes, off + 6) as usize;
         match self
@@ -338,6 +394,11 @@ impl<'a> PageView<'a> {
 
     /// The bytes of node `i` as stored (header, key, data; not padded), bounds-checked.
     pub fn node_raw(&self, i: usize) -> Result<&'a [u8]> {
+        if self.fixed != 0 {
+            return Err(Error::InvalidArgument(
+                "writing DUPFIXED (LEAF2) pages is not supported yet",
+            ));
+        }
         let node = self.node(i)?;
         let off = self.node_offset(i)?;
         Ok(&self.bytes[off..off + NODE_HEADER_SIZE + node.key.len() + node.data.len()])
@@ -346,6 +407,11 @@ impl<'a> PageView<'a> {
     /// Checks every node of the page, and that their footprints fit the node area the
     /// way the engine's in-place edits assume. Run before a page is copied for writing.
     pub fn validate_all(&self) -> Result<()> {
+        if self.fixed != 0 {
+            return Err(Error::InvalidArgument(
+                "writing DUPFIXED (LEAF2) pages is not supported yet",
+            ));
+        }
         let b = self.bytes;
         let branch = self.is_branch();
         let mut total = 0;

@@ -165,13 +165,17 @@ fn check_db_flags(flags: u32) -> Result<u16> {
     if flags & !(KNOWN_FLAGS as u32 | crate::db_flags::CREATE) != 0 {
         return Err(Error::InvalidArgument("unknown database flag"));
     }
-    let db_flags = (flags & KNOWN_FLAGS as u32) as u16;
-    if db_flags & crate::db_flags::DUP_FIXED != 0 {
+    Ok((flags & KNOWN_FLAGS as u32) as u16)
+}
+
+/// Writing DUPFIXED databases (LEAF2 pages) is not implemented yet; reading them is.
+fn refuse_dupfixed_writes(record: &DbRecord) -> Result<()> {
+    if record.flags & crate::db_flags::DUP_FIXED != 0 {
         return Err(Error::InvalidArgument(
-            "DUPFIXED databases are not supported yet (issue 3)",
+            "writing DUPFIXED databases is not supported yet (reading them is)",
         ));
     }
-    Ok(db_flags)
+    Ok(())
 }
 
 /// The value of `key` (for a DUPSORT DB, its first value).
@@ -796,6 +800,11 @@ impl<'env> WriteTxn<'env> {
                     .map_err(|_| Error::Panic("catalog lock poisoned"))?
                     .register(name, record.flags)?
             }
+            None if create && db_flags & crate::db_flags::DUP_FIXED != 0 => {
+                return Err(Error::InvalidArgument(
+                    "creating DUPFIXED databases is not supported yet (existing ones can be read)",
+                ));
+            }
             None if create => {
                 let dbi = self
                     .env
@@ -894,6 +903,7 @@ impl<'env> WriteTxn<'env> {
         }
         let no_overwrite = flags & put_flags::NO_OVERWRITE != 0;
         let (record, orders) = self.tree_mut(db)?;
+        refuse_dupfixed_writes(record)?;
         let cmp = orders.key;
         let mut record_copy = *record;
         if let Some(dcmp) = orders.dup {
@@ -992,6 +1002,7 @@ impl<'env> WriteTxn<'env> {
         self.check_usable()?;
         check_key(self.env, key)?;
         let (record, orders) = self.tree_mut(db)?;
+        refuse_dupfixed_writes(record)?;
         let cmp = orders.key;
         let mut record_copy = *record;
         let r = match orders.dup {

@@ -47,7 +47,7 @@ fn reserve_hands_back_the_value_to_fill() {
     txn.commit().unwrap();
     let txn = env.begin_read().unwrap();
     let expect = |len: usize| (0..len).map(|i| (i % 251) as u8).collect::<Vec<u8>>();
-    let mut small = vec![0u8; 100];
+    let mut small = [0u8; 100];
     small[0] = 0xEE;
     assert_eq!(txn.get(MAIN, b"small").unwrap(), Some(&small[..]));
     assert_eq!(txn.get(MAIN, b"big").unwrap(), Some(&expect(50_000)[..]));
