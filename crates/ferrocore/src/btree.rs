@@ -362,13 +362,24 @@ struct Nodes {
     bytes: Vec<u8>,
     /// (start, length) of each node in `bytes`, in slot order.
     spans: Vec<(usize, usize)>,
+    /// Nodes of a LEAF2 page: each "node" is just its key, of this size; else 0.
+    fixed: usize,
 }
 
 impl Nodes {
+    /// An empty list for nodes of pages like `page` (LEAF2 or not).
+    fn like(page: &PageView<'_>) -> Nodes {
+        Nodes {
+            fixed: page.fixed_size(),
+            ..Nodes::default()
+        }
+    }
+
     fn from_page(page: &PageView<'_>) -> Result<Nodes> {
         let mut nodes = Nodes {
             bytes: Vec::with_capacity(page.bytes().len()),
             spans: Vec::with_capacity(page.num_keys() + 1),
+            fixed: page.fixed_size(),
         };
         for i in 0..page.num_keys() {
             nodes.push_raw(page.node_raw(i)?);
@@ -387,12 +398,18 @@ impl Nodes {
 
     fn key(&self, i: usize) -> &[u8] {
         let raw = self.raw(i);
+        if self.fixed != 0 {
+            return raw;
+        }
         let ksize = read_u16(raw, 6) as usize;
         &raw[NODE_HEADER_SIZE..NODE_HEADER_SIZE + ksize]
     }
 
     /// Bytes node `i` takes in a page, slot included.
     fn size(&self, i: usize) -> usize {
+        if self.fixed != 0 {
+            return self.fixed;
+        }
         2 + even(self.spans[i].1)
     }
 
@@ -403,6 +420,10 @@ impl Nodes {
 
     /// Appends a node built from a key and value, encoded as `insert_node` writes it.
     fn push_value(&mut self, key: &[u8], value: NodeValue<'_>) {
+        if self.fixed != 0 {
+            self.push_raw(key);
+            return;
+        }
         let start = self.bytes.len();
         self.bytes.extend_from_slice(&value.header(key.len()));
         self.bytes.extend_from_slice(key);
@@ -432,7 +453,11 @@ impl Nodes {
 
     /// Writes nodes `range` into `page` as a fresh page.
     fn write_page(&self, page: &mut [u8], pgno: u64, flags: u16, range: std::ops::Range<usize>) {
-        edit::init(page, pgno, flags);
+        if self.fixed != 0 {
+            edit::init_leaf2(page, pgno, flags, self.fixed);
+        } else {
+            edit::init(page, pgno, flags);
+        }
         for i in range {
             let ok = edit::append_raw(page, self.raw(i));
             assert!(ok, "rebuilt page {pgno} overflowed");
@@ -545,7 +570,27 @@ impl<S: PageStore> TreeMut<'_, S> {
     pub fn put(&mut self, key: &[u8], value: &[u8], mode: PutMode) -> Result<Option<Path>> {
         if self.db.root == P_INVALID {
             let pgno = self.store.alloc(1)?;
-            edit::init(self.store.dirty_mut(pgno), pgno, page_flags::LEAF);
+            let leaf2 = self.db.flags & (crate::db_flags::DUP_FIXED | crate::db_flags::DUP_SORT)
+                == crate::db_flags::DUP_FIXED;
+            if leaf2 {
+                // The sub-DB of a DUPFIXED DB (flags DUPFIXED without DUPSORT): its leaves are
+                // LEAF2, keys of `pad` bytes.
+                if key.len() != self.db.pad as usize || !value.is_empty() {
+                    return Err(Error::BadValSize {
+                        what: "DUPFIXED value",
+                        size: key.len(),
+                        max: self.db.pad as usize,
+                    });
+                }
+                edit::init_leaf2(
+                    self.store.dirty_mut(pgno),
+                    pgno,
+                    page_flags::LEAF | page_flags::LEAF2,
+                    key.len(),
+                );
+            } else {
+                edit::init(self.store.dirty_mut(pgno), pgno, page_flags::LEAF);
+            }
             self.db.root = pgno;
             self.db.depth = 1;
             self.db.leaf_pages = 1;
@@ -569,6 +614,20 @@ impl<S: PageStore> TreeMut<'_, S> {
             }
             if mode.no_overwrite {
                 return Err(Error::KeyExist);
+            }
+        }
+        let fixed = view(&*self.store, path.leaf())?.fixed_size();
+        if fixed != 0 {
+            // A LEAF2 leaf holds keys only: present means nothing to change.
+            if key.len() != fixed {
+                return Err(Error::BadValSize {
+                    what: "DUPFIXED value",
+                    size: key.len(),
+                    max: fixed,
+                });
+            }
+            if exact {
+                return Ok(Some(path));
             }
         }
         if mode.append && (exact || !self.is_rightmost(&path, idx)?) {
@@ -679,7 +738,8 @@ impl<S: PageStore> TreeMut<'_, S> {
         append: bool,
     ) -> Result<()> {
         let capacity = self.page_size() - PAGE_HEADER_SIZE;
-        let mut pending = Nodes::default();
+        // The new node in the stored form of the page it goes to (LEAF2 pages store keys only).
+        let mut pending = Nodes::like(&view(&*self.store, path.pgno[level])?);
         pending.push_value(key, value);
         loop {
             let pgno = path.pgno[level];
@@ -894,7 +954,7 @@ impl<S: PageStore> TreeMut<'_, S> {
         let parent = path.pgno[level - 1];
         let pidx = path.idx[level - 1] as usize;
         let branch = view(&*self.store, pgno)?.is_branch();
-        let mut moved = Nodes::default();
+        let mut moved = Nodes::like(&view(&*self.store, sib)?);
         if sib_right {
             let ridx = pidx + 1;
             moved.push_raw(view(&*self.store, sib)?.node_raw(0)?);

@@ -5,7 +5,7 @@ use crate::btree::{self, view, KeyCmp, Path, MAX_DEPTH};
 use crate::error::{Error, Result};
 use crate::meta::DbRecord;
 use crate::page::P_INVALID;
-use crate::page::{Node, PageView};
+use crate::page::{Node, PageView, PAGE_HEADER_SIZE};
 use crate::store::PageSource;
 
 /// Where a cursor stands.
@@ -547,6 +547,96 @@ impl CursorCore {
                     Some(eq) => Ok(eq || !exact),
                     None => Ok(false),
                 }
+            }
+        }
+    }
+
+    /// `MDB_GET_MULTIPLE` (DUPFIXED): the values on the current key's current page of
+    /// values, packed; the cursor moves to the last of them (so `next_multiple` continues
+    /// with the next page).
+    pub fn get_multiple<'s, S: PageSource + ?Sized>(
+        &mut self,
+        src: &'s S,
+    ) -> Result<Option<&'s [u8]>> {
+        if !self.is_valid() {
+            return Err(Error::InvalidArgument("cursor is not positioned"));
+        }
+        self.after_delete = false;
+        let (node, leaf) = self.pos.node(src)?;
+        match self.dup.as_mut() {
+            None => Err(Error::Incompatible),
+            Some(DupPos::Single) => Ok(Some(node.data)),
+            Some(DupPos::Sub { idx, count }) => {
+                let sub = PageView::parse(node.data, leaf)?;
+                if !sub.is_leaf2() {
+                    return Err(Error::Incompatible);
+                }
+                *idx = *count - 1;
+                Ok(Some(
+                    &node.data[PAGE_HEADER_SIZE..PAGE_HEADER_SIZE + *count * sub.fixed_size()],
+                ))
+            }
+            Some(DupPos::Tree { pos, .. }) => {
+                let page = view(src, pos.path.leaf())?;
+                if !page.is_leaf2() {
+                    return Err(Error::Incompatible);
+                }
+                let n = page.num_keys();
+                let level = pos.path.leaf_level();
+                pos.path.idx[level] = (n - 1) as u16;
+                Ok(Some(
+                    &page.bytes()[PAGE_HEADER_SIZE..PAGE_HEADER_SIZE + n * page.fixed_size()],
+                ))
+            }
+        }
+    }
+
+    /// `MDB_NEXT_MULTIPLE`: the next page of the current key's values (the first page if
+    /// the cursor is not positioned).
+    pub fn next_multiple<'s, S: PageSource + ?Sized>(
+        &mut self,
+        src: &'s S,
+    ) -> Result<Option<&'s [u8]>> {
+        if !self.is_valid() {
+            if !self.first(src)? {
+                return Ok(None);
+            }
+            return self.get_multiple(src);
+        }
+        if self.dcmp.is_none() {
+            return Err(Error::Incompatible);
+        }
+        if !self.dup_step(src, true)? {
+            return Ok(None);
+        }
+        self.get_multiple(src)
+    }
+
+    /// `MDB_PREV_MULTIPLE`: the previous page of the current key's values.
+    pub fn prev_multiple<'s, S: PageSource + ?Sized>(
+        &mut self,
+        src: &'s S,
+    ) -> Result<Option<&'s [u8]>> {
+        if !self.is_valid() {
+            if !self.last(src)? {
+                return Ok(None);
+            }
+            return self.get_multiple(src);
+        }
+        self.after_delete = false;
+        match self.dup.as_mut() {
+            None => Err(Error::Incompatible),
+            Some(DupPos::Single) | Some(DupPos::Sub { .. }) => Ok(None),
+            Some(DupPos::Tree { pos, rec }) => {
+                // To the last value of the previous leaf of values, if there is one.
+                let mut probe = (**pos).clone();
+                let level = probe.path.leaf_level();
+                probe.path.idx[level] = 0;
+                if !probe.prev(src, rec)? {
+                    return Ok(None);
+                }
+                **pos = probe;
+                self.get_multiple(src)
             }
         }
     }

@@ -71,6 +71,31 @@ fn subpage_size(values: &[&[u8]]) -> usize {
             .sum::<usize>()
 }
 
+/// Encodes sorted values of `fixed` bytes each as a LEAF2 sub-page (DUPFIXED): the
+/// values packed after the header, no free space.
+pub fn encode_subpage_fixed(values: &[&[u8]], fixed: usize) -> Vec<u8> {
+    let mut buf = vec![0u8; PAGE_HEADER_SIZE + values.len() * fixed];
+    edit::init_leaf2(
+        &mut buf,
+        0,
+        page_flags::LEAF | page_flags::DIRTY | page_flags::SUBP | page_flags::LEAF2,
+        fixed,
+    );
+    for (i, v) in values.iter().enumerate() {
+        let ok = edit::insert_node(
+            &mut buf,
+            i,
+            v,
+            NodeValue::Inline {
+                flags: 0,
+                data: &[],
+            },
+        );
+        assert!(ok, "sub-page sized for its values");
+    }
+    buf
+}
+
 /// Encodes sorted `values` as a plain sub-page.
 pub fn encode_subpage(values: &[&[u8]]) -> Vec<u8> {
     let mut buf = vec![0u8; subpage_size(values)];
@@ -227,10 +252,15 @@ impl<S: PageStore> DupTree<'_, S> {
             any_kind: true,
             ..PutMode::default()
         };
+        let sub_size = if self.is_fixed() {
+            PAGE_HEADER_SIZE + values.len() * values[0].len()
+        } else {
+            subpage_size(values)
+        };
         if values.len() == 1 {
             self.tree.put(key, values[0], any)?;
-        } else if NODE_HEADER_SIZE + key.len() + subpage_size(values) <= node_limit {
-            let sub = encode_subpage(values);
+        } else if NODE_HEADER_SIZE + key.len() + sub_size <= node_limit {
+            let sub = self.encode(values);
             self.tree.put(
                 key,
                 &sub,
@@ -240,7 +270,7 @@ impl<S: PageStore> DupTree<'_, S> {
                 },
             )?;
         } else {
-            let mut rec = DbRecord::empty(0);
+            let mut rec = self.new_sub_db(values[0].len());
             for v in values {
                 TreeMut {
                     store: &mut *self.tree.store,
@@ -274,6 +304,21 @@ impl<S: PageStore> DupTree<'_, S> {
         let existing = self.load(key)?;
         if existing.is_some() && no_overwrite {
             return Err(Error::KeyExist);
+        }
+        if self.is_fixed() {
+            // DUPFIXED: every value of a key has the size of its first one.
+            let size = match &existing {
+                Some(OwnedDups::Values(values)) => Some(values[0].len()),
+                Some(OwnedDups::SubDb(rec)) => Some(rec.pad as usize),
+                None => None,
+            };
+            if let Some(size) = size.filter(|&s| s != value.len()) {
+                return Err(Error::BadValSize {
+                    what: "DUPFIXED value (all values of a key have one size)",
+                    size: value.len(),
+                    max: size,
+                });
+            }
         }
         let entries = self.tree.db.entries;
         match existing {
@@ -356,7 +401,7 @@ impl<S: PageStore> DupTree<'_, S> {
                 } else {
                     // LMDB keeps the sub-page form even for one value left.
                     let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
-                    let sub = encode_subpage(&refs);
+                    let sub = self.encode(&refs);
                     let mode = PutMode {
                         node_flags: node_flags::DUPDATA,
                         any_kind: true,
@@ -391,6 +436,37 @@ impl<S: PageStore> DupTree<'_, S> {
         };
         self.tree.db.entries = entries - removed;
         Ok(true)
+    }
+
+    /// True for a DUPFIXED DB (each key's values all have one size).
+    fn is_fixed(&self) -> bool {
+        self.tree.db.flags & crate::db_flags::DUP_FIXED != 0
+    }
+
+    /// A sub-page holding `values` (sorted, at least one) in this DB's form.
+    fn encode(&self, values: &[&[u8]]) -> Vec<u8> {
+        if self.is_fixed() {
+            encode_subpage_fixed(values, values[0].len())
+        } else {
+            encode_subpage(values)
+        }
+    }
+
+    /// The record of a new sub-DB for values of `size` bytes: LEAF2 leaves for DUPFIXED
+    /// (flags DUPFIXED, plus INTEGERKEY for INTEGERDUP, `pad` = the size), as LMDB writes it.
+    fn new_sub_db(&self, size: usize) -> DbRecord {
+        let flags = self.tree.db.flags;
+        if flags & crate::db_flags::DUP_FIXED == 0 {
+            return DbRecord::empty(0);
+        }
+        let integer = if flags & crate::db_flags::INTEGER_DUP != 0 {
+            crate::db_flags::INTEGER_KEY
+        } else {
+            0
+        };
+        let mut rec = DbRecord::empty(crate::db_flags::DUP_FIXED | integer);
+        rec.pad = size as u32;
+        rec
     }
 
     /// Deletes `key`'s node, whatever form its set has.

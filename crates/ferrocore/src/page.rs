@@ -236,6 +236,12 @@ impl<'a> PageView<'a> {
         })
     }
 
+    /// The key size of a LEAF2 page, or 0.
+    #[inline]
+    pub fn fixed_size(&self) -> usize {
+        self.fixed
+    }
+
     /// True for a LEAF2 page (fixed-size keys without nodes).
     #[inline]
     pub fn is_leaf2(&self) -> bool {
@@ -278,9 +284,17 @@ impl<'a> PageView<'a> {
         self.num_keys
     }
 
-    /// `mp_lower` and `mp_upper`: end of the slot array, start of the node area.
+    /// The used parts of the page: bytes before the first bound and from the second on
+    /// (`mp_lower` and `mp_upper` for node pages; for LEAF2 pages, the end of the keys).
     #[inline]
     pub fn bounds(&self) -> (usize, usize) {
+        if self.fixed != 0 {
+            // LEAF2: the keys lie right after the header; the rest is free.
+            return (
+                PAGE_HEADER_SIZE + self.num_keys * self.fixed,
+                self.bytes.len(),
+            );
+        }
         (PAGE_HEADER_SIZE + 2 * self.num_keys, self.upper)
     }
 
@@ -395,9 +409,7 @@ impl<'a> PageView<'a> {
     /// The bytes of node `i` as stored (header, key, data; not padded), bounds-checked.
     pub fn node_raw(&self, i: usize) -> Result<&'a [u8]> {
         if self.fixed != 0 {
-            return Err(Error::InvalidArgument(
-                "writing DUPFIXED (LEAF2) pages is not supported yet",
-            ));
+            return self.key(i); // a LEAF2 item is just its key
         }
         let node = self.node(i)?;
         let off = self.node_offset(i)?;
@@ -408,9 +420,7 @@ impl<'a> PageView<'a> {
     /// way the engine's in-place edits assume. Run before a page is copied for writing.
     pub fn validate_all(&self) -> Result<()> {
         if self.fixed != 0 {
-            return Err(Error::InvalidArgument(
-                "writing DUPFIXED (LEAF2) pages is not supported yet",
-            ));
+            return Ok(()); // parse_leaf2 checked that every key lies in the page
         }
         let b = self.bytes;
         let branch = self.is_branch();
@@ -499,6 +509,31 @@ pub mod edit {
         debug_assert!(page.len() <= MAX_PAGE_SIZE);
     }
 
+    /// Initialises an empty LEAF2 page (DUPFIXED) of keys of `fixed` bytes.
+    pub fn init_leaf2(page: &mut [u8], pgno: u64, flags: u16, fixed: usize) {
+        debug_assert!(flags & page_flags::LEAF2 != 0 && fixed > 0);
+        page[..PAGE_HEADER_SIZE].fill(0);
+        write_u64(page, 0, pgno);
+        write_u16(page, 8, fixed as u16);
+        write_u16(page, 10, flags);
+        set_leaf2_count(page, 0);
+    }
+
+    /// LEAF2 bookkeeping, as LMDB keeps it: `lower` = 16 + 2n and `upper - lower` = the
+    /// bytes not used by keys (so `upper` is a counter that may pass the page size).
+    fn set_leaf2_count(page: &mut [u8], n: usize) {
+        let fixed = read_u16(page, 8) as usize;
+        let lower = PAGE_HEADER_SIZE + 2 * n;
+        let free = page.len() - PAGE_HEADER_SIZE - n * fixed;
+        write_u16(page, 12, lower as u16);
+        write_u16(page, 14, (lower + free) as u16);
+    }
+
+    #[inline]
+    fn leaf2_size(page: &[u8]) -> Option<usize> {
+        (read_u16(page, 10) & page_flags::LEAF2 != 0).then(|| read_u16(page, 8) as usize)
+    }
+
     /// Sets the page number in the header.
     pub fn set_pgno(page: &mut [u8], pgno: u64) {
         write_u64(page, 0, pgno);
@@ -513,12 +548,28 @@ pub mod edit {
     /// Free bytes on the page.
     #[inline]
     pub fn free_space(page: &[u8]) -> usize {
+        if let Some(fixed) = leaf2_size(page) {
+            return page.len() - PAGE_HEADER_SIZE - num_keys(page) * fixed;
+        }
         (read_u16(page, 14) - read_u16(page, 12)) as usize
     }
 
     /// Inserts a node at slot `idx`. Returns false (changing nothing) if it does not fit.
     pub fn insert_node(page: &mut [u8], idx: usize, key: &[u8], value: NodeValue<'_>) -> bool {
         let n = num_keys(page);
+        if let Some(fixed) = leaf2_size(page) {
+            // LEAF2: keys packed in order, no nodes, no data.
+            debug_assert_eq!(key.len(), fixed);
+            if fixed > free_space(page) {
+                return false;
+            }
+            let at = PAGE_HEADER_SIZE + idx * fixed;
+            let end = PAGE_HEADER_SIZE + n * fixed;
+            page.copy_within(at..end, at + fixed);
+            page[at..at + fixed].copy_from_slice(key);
+            set_leaf2_count(page, n + 1);
+            return true;
+        }
         debug_assert!(idx <= n);
         let size = value.footprint(key.len());
         if size + 2 > free_space(page) {
@@ -562,6 +613,18 @@ pub mod edit {
     /// Appends a node given as its stored bytes (header, key, data) after the last slot.
     /// Returns false if it does not fit.
     pub fn append_raw(page: &mut [u8], raw: &[u8]) -> bool {
+        if leaf2_size(page).is_some() {
+            // A LEAF2 "node" is just its key.
+            return insert_node(
+                page,
+                num_keys(page),
+                raw,
+                NodeValue::Inline {
+                    flags: 0,
+                    data: &[],
+                },
+            );
+        }
         let size = even(raw.len());
         if size + 2 > free_space(page) {
             return false;
@@ -579,6 +642,13 @@ pub mod edit {
     pub fn delete_node(page: &mut [u8], idx: usize) {
         let n = num_keys(page);
         assert!(idx < n, "delete_node: index {idx} out of {n}");
+        if let Some(fixed) = leaf2_size(page) {
+            let at = PAGE_HEADER_SIZE + idx * fixed;
+            let end = PAGE_HEADER_SIZE + n * fixed;
+            page.copy_within(at + fixed..end, at);
+            set_leaf2_count(page, n - 1);
+            return;
+        }
         let (off, size) = node_footprint(page, idx);
         let lower = read_u16(page, 12) as usize;
         let upper = read_u16(page, 14) as usize;

@@ -165,17 +165,16 @@ fn check_db_flags(flags: u32) -> Result<u16> {
     if flags & !(KNOWN_FLAGS as u32 | crate::db_flags::CREATE) != 0 {
         return Err(Error::InvalidArgument("unknown database flag"));
     }
-    Ok((flags & KNOWN_FLAGS as u32) as u16)
-}
-
-/// Writing DUPFIXED databases (LEAF2 pages) is not implemented yet; reading them is.
-fn refuse_dupfixed_writes(record: &DbRecord) -> Result<()> {
-    if record.flags & crate::db_flags::DUP_FIXED != 0 {
+    let dup_only = (crate::db_flags::DUP_FIXED
+        | crate::db_flags::INTEGER_DUP
+        | crate::db_flags::REVERSE_DUP) as u32;
+    if flags & dup_only != 0 && flags & crate::db_flags::DUP_SORT as u32 == 0 {
+        // LMDB accepts DUPFIXED without DUPSORT and then loses the data (FORMAT.md §12).
         return Err(Error::InvalidArgument(
-            "writing DUPFIXED databases is not supported yet (reading them is)",
+            "DUPFIXED, INTEGERDUP and REVERSEDUP need DUPSORT",
         ));
     }
-    Ok(())
+    Ok((flags & KNOWN_FLAGS as u32) as u16)
 }
 
 /// The value of `key` (for a DUPSORT DB, its first value).
@@ -464,6 +463,14 @@ impl<'t> Source<'t> {
         }
     }
 
+    /// Runs `f` with the pages as a source whose slices live for `'t`.
+    fn with<R: 't>(self, f: impl FnOnce(&'t dyn PageSource) -> R) -> R {
+        match self {
+            Source::Snapshot(s) => f(s),
+            Source::Write(w) => f(w),
+        }
+    }
+
     /// A duplicate value of a leaf node, borrowed for the whole of `'t`.
     #[inline]
     fn dup_value_for_txn(self, dup: &DupPos, node: &Node<'t>, leaf: u64) -> Result<&'t [u8]> {
@@ -635,6 +642,25 @@ impl<'t> Cursor<'t> {
     pub fn count(&self) -> Result<u64> {
         self.core.count(&self.src)
     }
+
+    /// DUPFIXED: the current key's values on the current page of values, packed
+    /// (`MDB_GET_MULTIPLE`); the cursor moves to the last of them.
+    pub fn get_multiple(&mut self) -> Result<Option<&'t [u8]>> {
+        let src = self.src;
+        src.with(|s| self.core.get_multiple(s))
+    }
+
+    /// DUPFIXED: the next page of the current key's values (`MDB_NEXT_MULTIPLE`).
+    pub fn next_multiple(&mut self) -> Result<Option<&'t [u8]>> {
+        let src = self.src;
+        src.with(|s| self.core.next_multiple(s))
+    }
+
+    /// DUPFIXED: the previous page of the current key's values (`MDB_PREV_MULTIPLE`).
+    pub fn prev_multiple(&mut self) -> Result<Option<&'t [u8]>> {
+        let src = self.src;
+        src.with(|s| self.core.prev_multiple(s))
+    }
 }
 
 /// The write transaction. Only one exists at a time in the whole environment.
@@ -800,11 +826,7 @@ impl<'env> WriteTxn<'env> {
                     .map_err(|_| Error::Panic("catalog lock poisoned"))?
                     .register(name, record.flags)?
             }
-            None if create && db_flags & crate::db_flags::DUP_FIXED != 0 => {
-                return Err(Error::InvalidArgument(
-                    "creating DUPFIXED databases is not supported yet (existing ones can be read)",
-                ));
-            }
+
             None if create => {
                 let dbi = self
                     .env
@@ -903,7 +925,6 @@ impl<'env> WriteTxn<'env> {
         }
         let no_overwrite = flags & put_flags::NO_OVERWRITE != 0;
         let (record, orders) = self.tree_mut(db)?;
-        refuse_dupfixed_writes(record)?;
         let cmp = orders.key;
         let mut record_copy = *record;
         if let Some(dcmp) = orders.dup {
@@ -1002,7 +1023,6 @@ impl<'env> WriteTxn<'env> {
         self.check_usable()?;
         check_key(self.env, key)?;
         let (record, orders) = self.tree_mut(db)?;
-        refuse_dupfixed_writes(record)?;
         let cmp = orders.key;
         let mut record_copy = *record;
         let r = match orders.dup {
@@ -1451,6 +1471,52 @@ impl WriteCursor<'_, '_> {
     /// Number of values of the current key.
     pub fn count(&self) -> Result<u64> {
         self.core.count(&self.txn.pages)
+    }
+
+    /// DUPFIXED: the current page of the current key's values, packed (`MDB_GET_MULTIPLE`).
+    pub fn get_multiple(&mut self) -> Result<Option<&[u8]>> {
+        self.refresh()?;
+        self.core.get_multiple(&self.txn.pages)
+    }
+
+    /// DUPFIXED: the next page of the current key's values (`MDB_NEXT_MULTIPLE`).
+    pub fn next_multiple(&mut self) -> Result<Option<&[u8]>> {
+        self.refresh()?;
+        self.core.next_multiple(&self.txn.pages)
+    }
+
+    /// DUPFIXED: the previous page of the current key's values (`MDB_PREV_MULTIPLE`).
+    pub fn prev_multiple(&mut self) -> Result<Option<&[u8]>> {
+        self.refresh()?;
+        self.core.prev_multiple(&self.txn.pages)
+    }
+
+    /// DUPFIXED: stores the values of `size` bytes packed in `values` under `key`
+    /// (`MDB_MULTIPLE`); returns how many were stored. The cursor ends on the last one.
+    pub fn put_multiple(
+        &mut self,
+        key: &[u8],
+        values: &[u8],
+        size: usize,
+        flags: u32,
+    ) -> Result<usize> {
+        let fixed = self.core.db.flags & crate::db_flags::DUP_FIXED != 0;
+        if !fixed {
+            return Err(Error::Incompatible);
+        }
+        if size == 0 || !values.len().is_multiple_of(size) {
+            return Err(Error::BadValSize {
+                what: "MULTIPLE values",
+                size: values.len(),
+                max: size,
+            });
+        }
+        let mut stored = 0;
+        for value in values.chunks_exact(size) {
+            self.put(key, value, flags & !put_flags::MULTIPLE)?;
+            stored += 1;
+        }
+        Ok(stored)
     }
 
     /// Stores `key`/`value` and leaves the cursor on that pair. With `put_flags::CURRENT`

