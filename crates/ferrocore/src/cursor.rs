@@ -273,6 +273,11 @@ pub struct CursorCore {
     after_delete: bool,
     /// After a delete, nothing followed: `next` fails, `prev` returns the last item.
     past_end: bool,
+    /// A move to a later key failed at the end of the DB (LMDB's C_EOF): the cursor still
+    /// stands on the last key, but forward moves fail until it moves back, goes to the first
+    /// or last value of its key, counts its values, or is repositioned (LMDB's rules,
+    /// checked move by move against LMDB in the interop tests).
+    at_end: bool,
 }
 
 impl CursorCore {
@@ -286,6 +291,7 @@ impl CursorCore {
             dup: None,
             after_delete: false,
             past_end: false,
+            at_end: false,
         }
     }
 
@@ -297,6 +303,7 @@ impl CursorCore {
     fn clear_delete_marks(&mut self) {
         self.after_delete = false;
         self.past_end = false;
+        self.at_end = false;
     }
 
     /// Enters the current key's values at the first (or last) one.
@@ -334,11 +341,12 @@ impl CursorCore {
         Ok(())
     }
 
-    /// After a tree move: enter the new key's values, or forget them if it failed.
+    /// After a tree move: enter the new key's values. A move that failed at an edge
+    /// leaves the cursor where it was (as LMDB does: GET_CURRENT still answers).
     fn landed<S: PageSource + ?Sized>(&mut self, src: &S, moved: bool, last: bool) -> Result<bool> {
         if moved {
             self.enter(src, last)?;
-        } else {
+        } else if self.pos.state != State::Valid {
             self.dup = None;
         }
         Ok(moved)
@@ -396,10 +404,15 @@ impl CursorCore {
         if std::mem::take(&mut self.after_delete) {
             return Ok(self.is_valid());
         }
+        if self.at_end {
+            return Ok(false);
+        }
         if self.pos.state == State::Valid && self.dup_step(src, true)? {
             return Ok(true);
         }
+        let was_valid = self.pos.state == State::Valid;
         let moved = self.pos.next(src, &self.db)?;
+        self.at_end = was_valid && !moved;
         self.landed(src, moved, false)
     }
 
@@ -410,6 +423,7 @@ impl CursorCore {
             return Ok(self.is_valid());
         }
         self.after_delete = false;
+        self.at_end = false;
         if self.pos.state == State::Valid && self.dup_step(src, false)? {
             return Ok(true);
         }
@@ -425,6 +439,9 @@ impl CursorCore {
         if std::mem::take(&mut self.after_delete) {
             return Ok(true);
         }
+        if self.at_end {
+            return Ok(false);
+        }
         self.dup_step(src, true)
     }
 
@@ -434,7 +451,11 @@ impl CursorCore {
         if !self.is_valid() {
             return Ok(false);
         }
-        self.dup_step(src, false)
+        let moved = self.dup_step(src, false)?;
+        if moved {
+            self.at_end = false;
+        }
+        Ok(moved)
     }
 
     /// `MDB_NEXT_NODUP`: the first value of the next key.
@@ -442,8 +463,15 @@ impl CursorCore {
         if self.past_end {
             return Ok(false);
         }
+        let at_end = self.at_end;
         self.clear_delete_marks();
+        if at_end {
+            self.at_end = true;
+            return Ok(false);
+        }
+        let was_valid = self.pos.state == State::Valid;
         let moved = self.pos.next(src, &self.db)?;
+        self.at_end = was_valid && !moved;
         self.landed(src, moved, false)
     }
 
@@ -642,7 +670,8 @@ impl CursorCore {
     }
 
     /// Number of values of the current key (`mdb_cursor_count`).
-    pub fn count<S: PageSource + ?Sized>(&self, src: &S) -> Result<u64> {
+    pub fn count<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<u64> {
+        self.at_end = false;
         if !self.is_valid() {
             return Err(Error::InvalidArgument("cursor is not positioned"));
         }

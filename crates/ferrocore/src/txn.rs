@@ -639,7 +639,7 @@ impl<'t> Cursor<'t> {
     }
 
     /// Number of values of the current key (`mdb_cursor_count`).
-    pub fn count(&self) -> Result<u64> {
+    pub fn count(&mut self) -> Result<u64> {
         self.core.count(&self.src)
     }
 
@@ -1469,7 +1469,7 @@ impl WriteCursor<'_, '_> {
     }
 
     /// Number of values of the current key.
-    pub fn count(&self) -> Result<u64> {
+    pub fn count(&mut self) -> Result<u64> {
         self.core.count(&self.txn.pages)
     }
 
