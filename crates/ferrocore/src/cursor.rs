@@ -273,6 +273,11 @@ pub struct CursorCore {
     after_delete: bool,
     /// After a delete, nothing followed: `next` fails, `prev` returns the last item.
     past_end: bool,
+    /// The delete that set `after_delete`/`past_end` removed its key altogether (its last
+    /// value), rather than one value of a key that still has others.
+    key_removed: bool,
+    /// With `after_delete`: the item that followed is a later value of the same key.
+    same_key_successor: bool,
     /// A move to a later key failed at the end of the DB (LMDB's C_EOF): the cursor still
     /// stands on the last key, but forward moves fail until it moves back, goes to the first
     /// or last value of its key, counts its values, or is repositioned (LMDB's rules,
@@ -291,6 +296,8 @@ impl CursorCore {
             dup: None,
             after_delete: false,
             past_end: false,
+            key_removed: false,
+            same_key_successor: false,
             at_end: false,
         }
     }
@@ -433,11 +440,14 @@ impl CursorCore {
 
     /// `MDB_NEXT_DUP`: the next value of the current key only.
     pub fn next_dup<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
+        match self.take_delete_marks() {
+            // On the value that followed a deleted one of this key: that is the next.
+            (true, _) => return Ok(self.same_key_successor),
+            (_, true) => return Ok(false),
+            _ => {}
+        }
         if !self.is_valid() {
             return Ok(false);
-        }
-        if std::mem::take(&mut self.after_delete) {
-            return Ok(true);
         }
         if self.at_end {
             return Ok(false);
@@ -447,7 +457,10 @@ impl CursorCore {
 
     /// `MDB_PREV_DUP`: the previous value of the current key only.
     pub fn prev_dup<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
-        self.after_delete = false;
+        if self.take_delete_marks().1 {
+            // The last value of the DB was deleted: the one before it, if of the same key.
+            return Ok(!self.key_removed && self.is_valid());
+        }
         if !self.is_valid() {
             return Ok(false);
         }
@@ -464,9 +477,12 @@ impl CursorCore {
             return Ok(false);
         }
         let at_end = self.at_end;
-        self.clear_delete_marks();
+        let (after_delete, _) = self.take_delete_marks();
+        if after_delete && self.key_removed {
+            // On the first value of the key that followed the deleted one.
+            return Ok(true);
+        }
         if at_end {
-            self.at_end = true;
             return Ok(false);
         }
         let was_valid = self.pos.state == State::Valid;
@@ -477,10 +493,10 @@ impl CursorCore {
 
     /// `MDB_PREV_NODUP`: the last value of the previous key.
     pub fn prev_nodup<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
-        let was_past_end = self.past_end;
-        self.clear_delete_marks();
-        if was_past_end {
-            // Standing after the last item: the previous key is the last one.
+        let (_, was_past_end) = self.take_delete_marks();
+        self.at_end = false;
+        if was_past_end && self.key_removed {
+            // The last key was deleted: the previous key is the one the cursor is on.
             return self.landed(src, self.pos.state == State::Valid, true);
         }
         let moved = self.pos.prev(src, &self.db)?;
@@ -672,6 +688,7 @@ impl CursorCore {
     /// Number of values of the current key (`mdb_cursor_count`).
     pub fn count<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<u64> {
         self.at_end = false;
+        self.after_delete = false;
         if !self.is_valid() {
             return Err(Error::InvalidArgument("cursor is not positioned"));
         }
@@ -708,10 +725,12 @@ impl CursorCore {
         value: Option<&[u8]>,
     ) -> Result<()> {
         self.db = db;
+        let key_removed = !self.seek(src, key, true)?;
         let mut found = match value {
-            Some(v) if self.dcmp.is_some() => self.seek_both(src, key, v, false)?,
+            Some(v) if self.dcmp.is_some() && !key_removed => self.seek_both(src, key, v, false)?,
             _ => false,
         };
+        self.same_key_successor = found;
         if !found {
             // The key is gone (or had no later value): the next key, if any.
             found = self.seek(src, key, false)?;
@@ -721,11 +740,23 @@ impl CursorCore {
         }
         if found {
             self.after_delete = true;
-            return Ok(());
-        }
-        if self.last(src)? {
+        } else if self.last(src)? {
             self.past_end = true;
         }
+        self.key_removed = key_removed;
         Ok(())
+    }
+
+    /// The delete marks end with any other operation (LMDB's C_DEL); returns them.
+    fn take_delete_marks(&mut self) -> (bool, bool) {
+        let marks = (self.after_delete, self.past_end);
+        self.after_delete = false;
+        self.past_end = false;
+        marks
+    }
+
+    /// `MDB_GET_CURRENT`: ends the "after a delete" state, as in LMDB.
+    pub fn current_op(&mut self) {
+        self.after_delete = false;
     }
 }

@@ -1463,8 +1463,10 @@ impl WriteCursor<'_, '_> {
         self.found(moved)
     }
 
-    /// The item at the cursor; after a delete, the item that followed the deleted one.
-    pub fn current(&self) -> Result<Option<Item<'_>>> {
+    /// The item at the cursor; after a delete, the item that followed the deleted one (and,
+    /// as in LMDB, the next move then starts from it).
+    pub fn current(&mut self) -> Result<Option<Item<'_>>> {
+        self.core.current_op();
         self.found(true)
     }
 
