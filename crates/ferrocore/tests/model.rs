@@ -279,18 +279,26 @@ fn run_segment(env: &Env, ops: &[Op], committed: &mut Model, seed: &mut u64) -> 
                 let k = key_bytes(*key);
                 let mut cursor = txn.cursor_mut(Database::MAIN).unwrap();
                 let mut at = cursor.set_range(&k).unwrap().map(|(a, _)| a.to_vec());
-                for _ in 0..*count {
+                for i in 0..*count {
                     let Some(cur) = at else { break };
                     cursor.delete(0).unwrap();
                     assert!(model.remove(&cur).is_some());
-                    // The cursor now stands on the successor: `current` and `next` yield it.
-                    let succ = model
+                    // The cursor now stands on the successor. As in LMDB, `next` yields it; or
+                    // `current` yields it, and then `next` moves on past it.
+                    let mut after = model
                         .range::<Vec<u8>, _>((Bound::Excluded(&cur), Bound::Unbounded))
-                        .next()
                         .map(|(a, _)| a.clone());
-                    assert_eq!(cursor.current().unwrap().map(|(a, _)| a.to_vec()), succ);
-                    at = cursor.next().unwrap().map(|(a, _)| a.to_vec());
-                    assert_eq!(at, succ);
+                    let succ = after.next();
+                    if i % 2 == 0 {
+                        at = cursor.next().unwrap().map(|(a, _)| a.to_vec());
+                        assert_eq!(at, succ);
+                    } else {
+                        assert_eq!(cursor.current().unwrap().map(|(a, _)| a.to_vec()), succ);
+                        at = cursor.next().unwrap().map(|(a, _)| a.to_vec());
+                        if succ.is_some() {
+                            assert_eq!(at, after.next());
+                        }
+                    }
                 }
             }
             Op::Commit => {
