@@ -19,9 +19,11 @@
 //! ```
 //!
 //! Module map: `page` (on-disk layout, validated views), `meta` (the two meta pages),
-//! `store` (the page seam between trees and storage), `btree` and `cursor` (tree
-//! algorithms), `freelist` (free pages), `txn` (transactions and commit), `env` (open,
-//! stat, info), `io` and `lock` (the map, the lock file), `check` (integrity checker).
+//! `store` (the page seam between trees and storage, nested-txn undo), `btree` and
+//! `cursor` (tree algorithms and LMDB's cursor moves), `dupsort` (sorted duplicates),
+//! `catalog` (named DBs and their orders), `freelist` (free pages), `txn` (transactions and
+//! commit), `env` (open, stat, info), `seqcache` (lock-free caches shared by txns), `io` and
+//! `lock` (the map, the lock file), `check` (integrity checker).
 
 pub mod btree;
 pub mod catalog;
