@@ -221,6 +221,151 @@ fn random_damage_never_panics() {
     assert!(errors > 0, "some damage must have been noticed");
 }
 
+/// An environment with named, DUPSORT and DUPFIXED DBs (sub-pages, sub-DBs, LEAF2 pages).
+fn build_dbs(dir: &Path) {
+    // SAFETY: the test owns the directory.
+    let env = unsafe {
+        EnvOptions::new()
+            .max_dbs(4)
+            .flags(env_flags::NO_SYNC)
+            .open(dir)
+            .unwrap()
+    };
+    let mut txn = env.begin_write().unwrap();
+    let dups = txn
+        .open_db(
+            Some("dups"),
+            ferrocore::db_flags::CREATE | ferrocore::db_flags::DUP_SORT as u32,
+        )
+        .unwrap();
+    let fixed = txn
+        .open_db(
+            Some("fixed"),
+            ferrocore::db_flags::CREATE
+                | (ferrocore::db_flags::DUP_SORT | ferrocore::db_flags::DUP_FIXED) as u32,
+        )
+        .unwrap();
+    for k in 0..40u32 {
+        let count = if k % 10 == 0 { 600 } else { 1 + k % 7 };
+        for v in 0..count {
+            txn.put(
+                dups,
+                &k.to_be_bytes(),
+                format!("value-{v:05}").as_bytes(),
+                0,
+            )
+            .unwrap();
+            txn.put(fixed, &k.to_be_bytes(), &(v as u64).to_be_bytes(), 0)
+                .unwrap();
+        }
+    }
+    txn.commit().unwrap();
+}
+
+/// Every read and write path over damaged named, DUPSORT and DUPFIXED DBs.
+fn exercise_dbs(env: &Env) -> ferrocore::Result<()> {
+    let txn = env.begin_read()?;
+    let mut errors = Vec::new();
+    for name in ["dups", "fixed"] {
+        let db = match txn.open_db(Some(name)) {
+            Ok(db) => db,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        let mut c = txn.cursor(db)?;
+        let mut r = c.first().map(|x| x.is_some());
+        let mut steps = 0;
+        while let Ok(true) = r {
+            steps += 1;
+            if steps > 50_000 {
+                break;
+            }
+            if let Err(e) = c.count() {
+                errors.push(e);
+            }
+            let _ = c.get_multiple();
+            r = c.next().map(|x| x.is_some());
+        }
+        if let Err(e) = r {
+            errors.push(e);
+        }
+        for k in 0..40u32 {
+            let _ = c
+                .set(&k.to_be_bytes())
+                .map(|_| c.last_dup().map(|_| c.prev_dup()));
+            let _ = c.get_both_range(&k.to_be_bytes(), b"value-00300");
+        }
+    }
+    if let Err(e) = txn.check() {
+        errors.push(e);
+    }
+    drop(txn);
+    let mut w = env.begin_write()?;
+    if let Ok(db) = w.open_db(Some("dups"), 0) {
+        for k in 0..40u32 {
+            let r = if k % 2 == 0 {
+                w.put(db, &k.to_be_bytes(), b"value-new", 0)
+            } else {
+                w.delete_value(db, &k.to_be_bytes(), Some(b"value-00001"))
+                    .map(|_| ())
+            };
+            if let Err(e) = r {
+                errors.push(e);
+                break;
+            }
+        }
+    }
+    if let Err(e) = w.commit() {
+        errors.push(e);
+    }
+    errors.into_iter().next().map_or(Ok(()), Err)
+}
+
+#[test]
+fn random_damage_to_dupsort_dbs_never_panics() {
+    let mut seed = 0x9876_5432_u64;
+    let mut rnd = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut errors = 0;
+    for round in 0..120 {
+        let dir = tempfile::tempdir().unwrap();
+        build_dbs(dir.path());
+        let len = std::fs::metadata(dir.path().join("data.mdb"))
+            .unwrap()
+            .len();
+        let pages = len / PS;
+        for _ in 0..1 + round % 6 {
+            let page = 2 + rnd() % (pages - 2);
+            let off = if rnd() % 2 == 0 {
+                rnd() % 64
+            } else {
+                rnd() % PS
+            };
+            poke(dir.path(), page * PS + off, &[rnd() as u8]);
+        }
+        // SAFETY: the test owns the directory.
+        let Ok(env) = (unsafe {
+            EnvOptions::new()
+                .max_dbs(4)
+                .flags(env_flags::NO_SYNC)
+                .open(dir.path())
+        }) else {
+            errors += 1;
+            continue;
+        };
+        if exercise_dbs(&env).is_err() {
+            errors += 1;
+        }
+    }
+    assert!(errors > 0, "some damage must have been noticed");
+}
+
 fn exercise(env: &Env) -> ferrocore::Result<()> {
     let mut first_err = None;
     let mut note = |r: ferrocore::Result<()>| {
