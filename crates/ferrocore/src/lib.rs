@@ -25,15 +25,22 @@
 //! commit), `env` (open, stat, info), `seqcache` (lock-free caches shared by txns), `io` and
 //! `lock` (the map, the lock file), `check` (integrity checker).
 
+// `unsafe` lives only in `io` (the map), `lock` (the shared lock file) and `env` (the
+// contract of `open`, `sysconf`); everything else works on safe, bounds-checked views.
+#![deny(unsafe_code)]
+
 pub mod btree;
 pub mod catalog;
 pub mod check;
 pub mod cursor;
 pub mod dupsort;
+#[allow(unsafe_code)]
 pub mod env;
 pub mod error;
 pub mod freelist;
+#[allow(unsafe_code)]
 pub mod io;
+#[allow(unsafe_code)]
 pub mod lock;
 pub mod meta;
 pub mod page;
