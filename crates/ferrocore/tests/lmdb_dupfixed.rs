@@ -7,16 +7,21 @@ use std::ffi::CString;
 use std::ptr;
 
 use ferrocore::{db_flags, Database, EnvOptions, Error};
-use lmdb_master_sys as ffi;
+
+mod common;
+use common::lmdb::{copy_out, empty_val, ffi, val};
 
 fn ok(rc: i32, what: &str) {
     assert_eq!(rc, 0, "LMDB {what}: {rc}");
 }
 
-fn val(b: &[u8]) -> ffi::MDB_val {
-    ffi::MDB_val {
-        mv_size: b.len(),
-        mv_data: b.as_ptr() as *mut _,
+/// The `i`-th test value: `size` (4 or 8) bytes, little-endian, scattered by a multiplier.
+fn dup_value(i: u32, size: usize) -> Vec<u8> {
+    let x = i.wrapping_mul(2_654_435_761);
+    if size == 4 {
+        x.to_le_bytes().to_vec()
+    } else {
+        (x as u64).to_le_bytes().to_vec()
     }
 }
 
@@ -46,12 +51,7 @@ fn lmdb_write(dir: &std::path::Path, name: &str, flags: u32, size: usize) -> Mod
         );
         for (k, count) in [(&b"one"[..], 1u32), (b"some", 12), (b"many", 3000)] {
             for i in 0..count {
-                let x = i.wrapping_mul(2_654_435_761);
-                let v: Vec<u8> = if size == 4 {
-                    x.to_le_bytes().to_vec()
-                } else {
-                    (x as u64).to_le_bytes().to_vec()
-                };
+                let v = dup_value(i, size);
                 let mut kv = val(k);
                 let mut vv = val(&v);
                 ok(ffi::mdb_put(txn, dbi, &mut kv, &mut vv, 0), "put");
@@ -128,12 +128,7 @@ fn ferrocore_write_lmdb_read(flags: u16, size: usize) {
         for (k, count) in [(&b"one"[..], 1u32), (b"some", 12), (b"many", 3000)] {
             let mut packed = Vec::new();
             for i in 0..count {
-                let x = i.wrapping_mul(2_654_435_761);
-                let v: Vec<u8> = if size == 4 {
-                    x.to_le_bytes().to_vec()
-                } else {
-                    (x as u64).to_le_bytes().to_vec()
-                };
+                let v = dup_value(i, size);
                 packed.extend_from_slice(&v);
                 model.entry(k.to_vec()).or_default().insert(v);
             }
@@ -146,12 +141,7 @@ fn ferrocore_write_lmdb_read(flags: u16, size: usize) {
         }
         // Delete some values so sub-DB pages merge.
         for i in (0..3000u32).step_by(3) {
-            let x = i.wrapping_mul(2_654_435_761);
-            let v: Vec<u8> = if size == 4 {
-                x.to_le_bytes().to_vec()
-            } else {
-                (x as u64).to_le_bytes().to_vec()
-            };
+            let v = dup_value(i, size);
             assert!(txn.delete_value(db, b"many", Some(&v)).unwrap());
             model.get_mut(&b"many"[..]).unwrap().remove(&v);
         }
@@ -193,10 +183,7 @@ fn ferrocore_write_lmdb_read(flags: u16, size: usize) {
             let mut want: Vec<&Vec<u8>> = set.iter().collect();
             want.sort_by_key(|v| order(v));
             let mut kv = val(k);
-            let mut vv = ffi::MDB_val {
-                mv_size: 0,
-                mv_data: ptr::null_mut(),
-            };
+            let mut vv = empty_val();
             ok(
                 ffi::mdb_cursor_get(cur, &mut kv, &mut vv, ffi::MDB_SET_KEY),
                 "SET_KEY",
@@ -204,10 +191,9 @@ fn ferrocore_write_lmdb_read(flags: u16, size: usize) {
             let mut count = 0;
             ok(ffi::mdb_cursor_count(cur, &mut count), "count");
             assert_eq!(count, set.len());
-            let mut got =
-                vec![std::slice::from_raw_parts(vv.mv_data as *const u8, vv.mv_size).to_vec()];
+            let mut got = vec![copy_out(&vv)];
             while ffi::mdb_cursor_get(cur, &mut kv, &mut vv, ffi::MDB_NEXT_DUP) == 0 {
-                got.push(std::slice::from_raw_parts(vv.mv_data as *const u8, vv.mv_size).to_vec());
+                got.push(copy_out(&vv));
             }
             assert!(
                 got.iter().zip(&want).all(|(g, w)| g == *w) && got.len() == want.len(),
@@ -222,10 +208,7 @@ fn ferrocore_write_lmdb_read(flags: u16, size: usize) {
                 let mut packed = Vec::new();
                 let mut rc = ffi::mdb_cursor_get(cur, &mut kv, &mut vv, ffi::MDB_GET_MULTIPLE);
                 while rc == 0 {
-                    packed.extend_from_slice(std::slice::from_raw_parts(
-                        vv.mv_data as *const u8,
-                        vv.mv_size,
-                    ));
+                    packed.extend_from_slice(&copy_out(&vv));
                     rc = ffi::mdb_cursor_get(cur, &mut kv, &mut vv, ffi::MDB_NEXT_MULTIPLE);
                 }
                 let flat: Vec<u8> = want.iter().flat_map(|v| v.iter().copied()).collect();

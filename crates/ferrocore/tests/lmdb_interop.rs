@@ -15,300 +15,15 @@ use std::process::Command;
 
 use ferrocore::{Database, Env, EnvOptions, Stat};
 
-/// Map size for the LMDB side (LMDB's map does not grow by itself).
-const LMDB_MAP_SIZE: usize = 1 << 30;
-
-// ---------------------------------------------------------------------------------------
-// A small safe wrapper around the LMDB C API (main DB only).
-// ---------------------------------------------------------------------------------------
-
-mod lmdb {
-    use std::ffi::{CStr, CString};
-    use std::marker::PhantomData;
-    use std::os::unix::ffi::OsStrExt;
-    use std::path::Path;
-    use std::ptr;
-
-    use lmdb_master_sys as ffi;
-
-    /// LMDB's `FREE_DBI`.
-    pub const FREE_DBI: ffi::MDB_dbi = 0;
-
-    fn check(rc: i32, what: &str) {
-        if rc != ffi::MDB_SUCCESS {
-            // SAFETY: mdb_strerror returns a static NUL-terminated string for any code.
-            let msg = unsafe { CStr::from_ptr(ffi::mdb_strerror(rc)) };
-            panic!("LMDB {what} failed: {rc} ({})", msg.to_string_lossy());
-        }
-    }
-
-    fn val(bytes: &[u8]) -> ffi::MDB_val {
-        ffi::MDB_val {
-            mv_size: bytes.len(),
-            mv_data: bytes.as_ptr() as *mut _,
-        }
-    }
-
-    fn empty_val() -> ffi::MDB_val {
-        ffi::MDB_val {
-            mv_size: 0,
-            mv_data: ptr::null_mut(),
-        }
-    }
-
-    /// Copies the bytes an `MDB_val` returned by LMDB points at.
-    ///
-    /// # Safety
-    /// `v` must come from LMDB within a still-live txn.
-    unsafe fn copy_out(v: &ffi::MDB_val) -> Vec<u8> {
-        if v.mv_size == 0 {
-            Vec::new()
-        } else {
-            std::slice::from_raw_parts(v.mv_data as *const u8, v.mv_size).to_vec()
-        }
-    }
-
-    /// An open LMDB environment; closed on drop.
-    pub struct Env {
-        env: *mut ffi::MDB_env,
-    }
-
-    impl Env {
-        /// Opens (creating if needed) the environment in directory `path`.
-        pub fn open(path: &Path, map_size: usize) -> Env {
-            let mut raw = ptr::null_mut();
-            // SAFETY: out-pointer to a local.
-            check(unsafe { ffi::mdb_env_create(&mut raw) }, "mdb_env_create");
-            // From here Drop calls mdb_env_close, also when open fails (as LMDB requires).
-            let env = Env { env: raw };
-            // SAFETY: valid env handle, not yet opened.
-            check(
-                unsafe { ffi::mdb_env_set_mapsize(env.env, map_size) },
-                "mdb_env_set_mapsize",
-            );
-            let cpath = CString::new(path.as_os_str().as_bytes()).expect("path without NUL");
-            // SAFETY: valid env handle and NUL-terminated path.
-            check(
-                unsafe { ffi::mdb_env_open(env.env, cpath.as_ptr(), ffi::MDB_NOTLS, 0o644) },
-                "mdb_env_open",
-            );
-            env
-        }
-
-        fn begin(&self, write: bool) -> Txn<'_> {
-            let mut txn = ptr::null_mut();
-            let flags = if write { 0 } else { ffi::MDB_RDONLY };
-            // SAFETY: valid open env; out-pointer to a local.
-            check(
-                unsafe { ffi::mdb_txn_begin(self.env, ptr::null_mut(), flags, &mut txn) },
-                "mdb_txn_begin",
-            );
-            let mut txn = Txn {
-                txn,
-                dbi: 0,
-                _env: PhantomData,
-            };
-            let mut dbi = 0;
-            // SAFETY: valid txn; a null name opens the main DB.
-            check(
-                unsafe { ffi::mdb_dbi_open(txn.txn, ptr::null(), 0, &mut dbi) },
-                "mdb_dbi_open",
-            );
-            txn.dbi = dbi;
-            txn
-        }
-
-        /// A read-only txn.
-        pub fn read(&self) -> Txn<'_> {
-            self.begin(false)
-        }
-
-        /// Runs `f` in a write txn and commits it.
-        pub fn write<R>(&self, f: impl FnOnce(&mut Txn<'_>) -> R) -> R {
-            let mut txn = self.begin(true);
-            let r = f(&mut txn);
-            txn.commit();
-            r
-        }
-
-        /// `mdb_env_stat`: the main DB's record in the latest meta.
-        pub fn stat(&self) -> ffi::MDB_stat {
-            // SAFETY: MDB_stat is plain data.
-            let mut st: ffi::MDB_stat = unsafe { std::mem::zeroed() };
-            // SAFETY: valid env, out-pointer to a local.
-            check(
-                unsafe { ffi::mdb_env_stat(self.env, &mut st) },
-                "mdb_env_stat",
-            );
-            st
-        }
-
-        /// `mdb_env_info`.
-        pub fn info(&self) -> ffi::MDB_envinfo {
-            // SAFETY: MDB_envinfo is plain data.
-            let mut info: ffi::MDB_envinfo = unsafe { std::mem::zeroed() };
-            // SAFETY: valid env, out-pointer to a local.
-            check(
-                unsafe { ffi::mdb_env_info(self.env, &mut info) },
-                "mdb_env_info",
-            );
-            info
-        }
-    }
-
-    impl Drop for Env {
-        fn drop(&mut self) {
-            // SAFETY: every txn borrows the env, so none is alive here.
-            unsafe { ffi::mdb_env_close(self.env) };
-        }
-    }
-
-    /// A transaction on the main DB; aborted on drop unless committed.
-    pub struct Txn<'e> {
-        txn: *mut ffi::MDB_txn,
-        dbi: ffi::MDB_dbi,
-        _env: PhantomData<&'e Env>,
-    }
-
-    impl Txn<'_> {
-        pub fn put(&mut self, key: &[u8], value: &[u8]) {
-            let (mut k, mut v) = (val(key), val(value));
-            // SAFETY: valid write txn; LMDB copies key and value.
-            check(
-                unsafe { ffi::mdb_put(self.txn, self.dbi, &mut k, &mut v, 0) },
-                "mdb_put",
-            );
-        }
-
-        pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-            let (mut k, mut v) = (val(key), empty_val());
-            // SAFETY: valid txn; out-pointer to a local.
-            let rc = unsafe { ffi::mdb_get(self.txn, self.dbi, &mut k, &mut v) };
-            if rc == ffi::MDB_NOTFOUND {
-                return None;
-            }
-            check(rc, "mdb_get");
-            // SAFETY: v points into the map, valid while the txn lives.
-            Some(unsafe { copy_out(&v) })
-        }
-
-        /// Deletes `key`; false if it was absent.
-        pub fn del(&mut self, key: &[u8]) -> bool {
-            let mut k = val(key);
-            // SAFETY: valid write txn; null data deletes the key.
-            let rc = unsafe { ffi::mdb_del(self.txn, self.dbi, &mut k, ptr::null_mut()) };
-            if rc == ffi::MDB_NOTFOUND {
-                return false;
-            }
-            check(rc, "mdb_del");
-            true
-        }
-
-        fn scan_dbi(&self, dbi: ffi::MDB_dbi) -> Vec<(Vec<u8>, Vec<u8>)> {
-            let mut cur = ptr::null_mut();
-            // SAFETY: valid txn and dbi; out-pointer to a local.
-            check(
-                unsafe { ffi::mdb_cursor_open(self.txn, dbi, &mut cur) },
-                "mdb_cursor_open",
-            );
-            let mut out = Vec::new();
-            let mut op = ffi::MDB_FIRST;
-            loop {
-                let (mut k, mut v) = (empty_val(), empty_val());
-                // SAFETY: valid cursor; out-pointers to locals.
-                let rc = unsafe { ffi::mdb_cursor_get(cur, &mut k, &mut v, op) };
-                if rc == ffi::MDB_NOTFOUND {
-                    break;
-                }
-                if rc != ffi::MDB_SUCCESS {
-                    // SAFETY: the cursor belongs to this txn and is not used again.
-                    unsafe { ffi::mdb_cursor_close(cur) };
-                    check(rc, "mdb_cursor_get");
-                }
-                // SAFETY: k and v point into the map, valid while the txn lives.
-                out.push(unsafe { (copy_out(&k), copy_out(&v)) });
-                op = ffi::MDB_NEXT;
-            }
-            // SAFETY: as above.
-            unsafe { ffi::mdb_cursor_close(cur) };
-            out
-        }
-
-        /// Every item of the main DB, by MDB_FIRST / MDB_NEXT.
-        pub fn scan(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
-            self.scan_dbi(self.dbi)
-        }
-
-        /// The free DB's raw records. Read-only txns only.
-        pub fn free_raw(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
-            self.scan_dbi(FREE_DBI)
-        }
-
-        /// `mdb_stat` of `dbi` (FREE_DBI or the main DB's handle).
-        pub fn db_stat(&self, dbi: ffi::MDB_dbi) -> ffi::MDB_stat {
-            // SAFETY: MDB_stat is plain data.
-            let mut st: ffi::MDB_stat = unsafe { std::mem::zeroed() };
-            // SAFETY: valid txn and dbi; out-pointer to a local.
-            check(unsafe { ffi::mdb_stat(self.txn, dbi, &mut st) }, "mdb_stat");
-            st
-        }
-
-        pub fn commit(mut self) {
-            let txn = std::mem::replace(&mut self.txn, ptr::null_mut());
-            // SAFETY: valid txn, freed by commit whatever its result.
-            check(unsafe { ffi::mdb_txn_commit(txn) }, "mdb_txn_commit");
-        }
-    }
-
-    impl Drop for Txn<'_> {
-        fn drop(&mut self) {
-            if !self.txn.is_null() {
-                // SAFETY: valid, uncommitted txn.
-                unsafe { ffi::mdb_txn_abort(self.txn) };
-            }
-        }
-    }
-}
+mod common;
+use common::{
+    decode_hex_line, hex_prefix, lmdb, lmdb_utils_available, stat_tuple_fc, stat_tuple_lm, Rng,
+    LMDB_MAP_SIZE,
+};
 
 // ---------------------------------------------------------------------------------------
 // Deterministic data.
 // ---------------------------------------------------------------------------------------
-
-/// splitmix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    /// Uniform in `lo..=hi`.
-    fn range(&mut self, lo: usize, hi: usize) -> usize {
-        lo + self.below(hi - lo + 1)
-    }
-
-    /// True with probability `num / den`.
-    fn chance(&mut self, num: usize, den: usize) -> bool {
-        self.below(den) < num
-    }
-
-    fn bytes(&mut self, len: usize) -> Vec<u8> {
-        let mut out = Vec::with_capacity(len + 8);
-        while out.len() < len {
-            out.extend_from_slice(&self.next().to_le_bytes());
-        }
-        out.truncate(len);
-        out
-    }
-}
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -486,14 +201,6 @@ fn append_key(i: u32, tail: u8) -> Vec<u8> {
     k
 }
 
-fn hex_prefix(b: &[u8]) -> String {
-    let mut s: String = b.iter().take(16).map(|x| format!("{x:02x}")).collect();
-    if b.len() > 16 {
-        s.push_str("..");
-    }
-    format!("{s} (len {})", b.len())
-}
-
 /// Compares a full scan with the model, reporting the first difference readably.
 fn assert_scan_matches(ctx: &str, scan: &[(Vec<u8>, Vec<u8>)], model: &Model) {
     for (i, ((k, v), (mk, mv))) in scan.iter().zip(model.iter()).enumerate() {
@@ -524,22 +231,8 @@ fn assert_scan_matches(ctx: &str, scan: &[(Vec<u8>, Vec<u8>)], model: &Model) {
 const GONE_PROBES: usize = 3000;
 
 fn assert_stat_eq(ctx: &str, lm: &lmdb_master_sys::MDB_stat, fc: &Stat) {
-    let lm_tuple = (
-        lm.ms_psize,
-        lm.ms_depth,
-        lm.ms_branch_pages as u64,
-        lm.ms_leaf_pages as u64,
-        lm.ms_overflow_pages as u64,
-        lm.ms_entries as u64,
-    );
-    let fc_tuple = (
-        fc.page_size,
-        fc.depth,
-        fc.branch_pages,
-        fc.leaf_pages,
-        fc.overflow_pages,
-        fc.entries,
-    );
+    let lm_tuple = stat_tuple_lm(lm);
+    let fc_tuple = stat_tuple_fc(fc);
     assert_eq!(
         lm_tuple, fc_tuple,
         "{ctx}: (psize, depth, branch, leaf, overflow, entries) differ: LMDB vs ferrocore"
@@ -598,7 +291,7 @@ fn fc_free_records(env: &Env) -> Vec<FreeRecord> {
 }
 
 fn lm_free_records(env: &lmdb::Env) -> Vec<FreeRecord> {
-    decode_free(env.read().free_raw())
+    decode_free(env.read().scan(lmdb::FREE_DBI))
 }
 
 /// Asserts that some page listed free in `before` is no longer free in `after`: the
@@ -665,11 +358,17 @@ fn fc_check(ctx: &str, env: &Env) -> ferrocore::check::CheckReport {
 
 fn lm_apply(env: &lmdb::Env, ops: &[Op]) {
     env.write(|txn| {
+        let dbi = txn.main_dbi();
         for op in ops {
             match op {
-                Op::Put(k, v) => txn.put(k, v),
+                Op::Put(k, v) => lmdb::check(txn.put(dbi, k, v, 0), "mdb_put"),
                 Op::Del(k, existed) => {
-                    assert_eq!(txn.del(k), *existed, "LMDB delete of {}", hex_prefix(k))
+                    assert_eq!(
+                        txn.del(dbi, k, None),
+                        *existed,
+                        "LMDB delete of {}",
+                        hex_prefix(k)
+                    )
                 }
             }
         }
@@ -678,9 +377,10 @@ fn lm_apply(env: &lmdb::Env, ops: &[Op]) {
 
 fn lm_verify(ctx: &str, env: &lmdb::Env, model: &Model, gone: &Gone) {
     let txn = env.read();
-    assert_scan_matches(ctx, &txn.scan(), model);
+    let dbi = txn.main_dbi();
+    assert_scan_matches(ctx, &txn.scan(dbi), model);
     for (k, v) in model {
-        let got = txn.get(k);
+        let got = txn.get(dbi, k);
         assert!(
             got.as_ref() == Some(v),
             "{ctx}: LMDB get({}) = {:?}, model has {}",
@@ -691,7 +391,7 @@ fn lm_verify(ctx: &str, env: &lmdb::Env, model: &Model, gone: &Gone) {
     }
     for k in gone.iter().take(GONE_PROBES) {
         assert!(
-            txn.get(k).is_none(),
+            txn.get(dbi, k).is_none(),
             "{ctx}: deleted key {} found by LMDB",
             hex_prefix(k)
         );
@@ -977,17 +677,6 @@ fn ferrocore_writes_lmdb_reads() {
 // 3. LMDB's command-line tools (Debian lmdb-utils) on a ferrocore-written environment.
 // ---------------------------------------------------------------------------------------
 
-/// True if `mdb_dump` and `mdb_stat` can be run.
-fn lmdb_utils_available() -> bool {
-    ["mdb_dump", "mdb_stat"].iter().all(|tool| {
-        Command::new(tool)
-            .arg("-V")
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false)
-    })
-}
-
 /// A data line of `mdb_dump -p`: a space, then printable bytes as themselves and any other
 /// byte as `\xx`. Releases after 0.9.24 also double a backslash; 0.9.24 (Debian's
 /// lmdb-utils) prints it bare, which makes its output ambiguous, so this gives both forms.
@@ -1007,24 +696,6 @@ fn print_lines(b: &[u8]) -> [String; 2] {
         }
     }
     [bare, doubled]
-}
-
-/// Decodes a data line of `mdb_dump` in its default (hex) format.
-fn decode_hex_line(line: &str) -> Vec<u8> {
-    let b = line.as_bytes();
-    assert!(
-        b.first() == Some(&b' ') && b.len() % 2 == 1,
-        "mdb_dump data line: {line:?}"
-    );
-    (1..b.len())
-        .step_by(2)
-        .map(|i| {
-            std::str::from_utf8(&b[i..i + 2])
-                .ok()
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .unwrap_or_else(|| panic!("mdb_dump: bad hex at byte {i} of {line:?}"))
-        })
-        .collect()
 }
 
 /// Runs `mdb_dump` with `args` on `path`; returns the header lines and the data lines.
