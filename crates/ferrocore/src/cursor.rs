@@ -5,7 +5,7 @@ use crate::btree::{self, view, KeyCmp, Path, MAX_DEPTH};
 use crate::error::{Error, Result};
 use crate::meta::DbRecord;
 use crate::page::P_INVALID;
-use crate::page::{Node, PageView, PAGE_HEADER_SIZE};
+use crate::page::{node_flags, Node, PageView, PAGE_HEADER_SIZE};
 use crate::store::PageSource;
 
 /// Where a cursor stands.
@@ -256,6 +256,11 @@ pub fn dup_value<'s, S: PageSource + ?Sized>(
 /// A cursor's state over one DB: its place in the tree and, in a DUPSORT DB, among the
 /// current key's values. Movement is LMDB's `MDB_cursor_op` set; each move returns
 /// whether the cursor now stands on an item.
+///
+/// The flags follow LMDB's cursor state machine (`mdb.c`), checked move by move against
+/// LMDB in `tests/lmdb_interop_dbs.rs`: the main cursor and the duplicates cursor each have
+/// an end-of-data mark (`C_EOF`), a "deleted here" mark (`C_DEL`) and may stand one past
+/// the last item of their page after a delete.
 #[derive(Clone, Debug)]
 pub struct CursorCore {
     /// The DB's record (root and counts) as the cursor's txn sees it.
@@ -268,21 +273,19 @@ pub struct CursorCore {
     pub pos: Position,
     /// Place among the values (DUPSORT DBs, when positioned).
     pub dup: Option<DupPos>,
-    /// The item the cursor stood on was deleted through it; it now stands on the item that
-    /// followed, which `next` returns without moving.
-    after_delete: bool,
-    /// After a delete, nothing followed: `next` fails, `prev` returns the last item.
-    past_end: bool,
-    /// The delete that set `after_delete`/`past_end` removed its key altogether (its last
-    /// value), rather than one value of a key that still has others.
-    key_removed: bool,
-    /// With `after_delete`: the item that followed is a later value of the same key.
-    same_key_successor: bool,
-    /// A move to a later key failed at the end of the DB (LMDB's C_EOF): the cursor still
-    /// stands on the last key, but forward moves fail until it moves back, goes to the first
-    /// or last value of its key, counts its values, or is repositioned (LMDB's rules,
-    /// checked move by move against LMDB in the interop tests).
-    at_end: bool,
+    /// Main cursor one past the last node of its leaf (after deleting the DB's last key).
+    main_past: bool,
+    /// Main cursor's C_EOF: a move to a later key failed.
+    eof: bool,
+    /// Main cursor's C_DEL: the key node it stood on was deleted; it now stands on the
+    /// node that followed. Lasts for one operation.
+    del: bool,
+    /// Values cursor one past its last value (after deleting a key's last value).
+    x_past: bool,
+    /// Values cursor's C_EOF.
+    x_eof: bool,
+    /// Values cursor's C_DEL: the value it stood on was deleted; it stands on the next.
+    x_del: bool,
 }
 
 impl CursorCore {
@@ -294,27 +297,42 @@ impl CursorCore {
             dcmp: orders.dup,
             pos: Position::default(),
             dup: None,
-            after_delete: false,
-            past_end: false,
-            key_removed: false,
-            same_key_successor: false,
-            at_end: false,
+            main_past: false,
+            eof: false,
+            del: false,
+            x_past: false,
+            x_eof: false,
+            x_del: false,
         }
     }
 
     /// True if the cursor stands on an item.
     pub fn is_valid(&self) -> bool {
-        self.pos.state == State::Valid && !self.past_end
+        self.pos.state == State::Valid && !self.main_past && !self.x_past
     }
 
-    fn clear_delete_marks(&mut self) {
-        self.after_delete = false;
-        self.past_end = false;
-        self.at_end = false;
+    /// Ends an operation: the main C_DEL lasts for one (LMDB clears it in `mdb_cursor_get`).
+    #[inline]
+    fn op_done(&mut self, r: Result<bool>) -> Result<bool> {
+        self.del = false;
+        r
     }
 
-    /// Enters the current key's values at the first (or last) one.
+    /// True if the node at the main position holds a set of duplicates (sub-page or sub-DB).
+    fn on_dupdata<S: PageSource + ?Sized>(&self, src: &S) -> Result<bool> {
+        if self.dcmp.is_none() || self.main_past {
+            return Ok(false);
+        }
+        let (node, _) = self.pos.node(src)?;
+        Ok(node.flags & node_flags::DUPDATA != 0)
+    }
+
+    /// (Re)initialises the values cursor on the current key at its first (or last) value;
+    /// LMDB's `mdb_xcursor_init1` then `mdb_cursor_first`/`_last` (which marks the end).
     fn enter<S: PageSource + ?Sized>(&mut self, src: &S, last: bool) -> Result<()> {
+        self.x_past = false;
+        self.x_del = false;
+        self.x_eof = last;
         if self.dcmp.is_none() {
             self.dup = None;
             return Ok(());
@@ -348,168 +366,250 @@ impl CursorCore {
         Ok(())
     }
 
-    /// After a tree move: enter the new key's values. A move that failed at an edge
-    /// leaves the cursor where it was (as LMDB does: GET_CURRENT still answers).
-    fn landed<S: PageSource + ?Sized>(&mut self, src: &S, moved: bool, last: bool) -> Result<bool> {
-        if moved {
-            self.enter(src, last)?;
-        } else if self.pos.state != State::Valid {
-            self.dup = None;
-        }
-        Ok(moved)
+    /// Main cursor at the last index of its leaf (or past it).
+    fn main_at_page_end<S: PageSource + ?Sized>(&self, src: &S) -> Result<bool> {
+        let n = view(src, self.pos.path.leaf())?.num_keys();
+        Ok(self.main_past || self.pos.path.leaf_idx() + 1 >= n)
     }
 
-    /// One step among the current key's values; false at the end of them.
-    fn dup_step<S: PageSource + ?Sized>(&mut self, src: &S, forward: bool) -> Result<bool> {
-        match &mut self.dup {
-            None | Some(DupPos::Single) => Ok(false),
+    /// Values cursor at its last value (or past it).
+    fn x_at_end<S: PageSource + ?Sized>(&self, src: &S) -> Result<bool> {
+        Ok(match &self.dup {
+            None | Some(DupPos::Single) => true,
+            Some(DupPos::Sub { idx, count }) => self.x_past || idx + 1 >= *count,
+            Some(DupPos::Tree { pos, .. }) => {
+                let n = view(src, pos.path.leaf())?.num_keys();
+                self.x_past || pos.path.leaf_idx() + 1 >= n
+            }
+        })
+    }
+
+    /// `mdb_cursor_next` on the values cursor.
+    fn x_next<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
+        if self.x_eof {
+            if self.x_at_end(src)? {
+                return Ok(false);
+            }
+            self.x_eof = false;
+        }
+        if std::mem::take(&mut self.x_del) {
+            return Ok(!self.x_past);
+        }
+        let moved = match &mut self.dup {
+            None | Some(DupPos::Single) => false,
             Some(DupPos::Sub { idx, count }) => {
-                if forward && *idx + 1 < *count {
+                if *idx + 1 < *count {
                     *idx += 1;
-                    Ok(true)
-                } else if !forward && *idx > 0 {
-                    *idx -= 1;
-                    Ok(true)
+                    true
                 } else {
-                    Ok(false)
+                    false
                 }
             }
             Some(DupPos::Tree { pos, rec }) => {
                 let mut probe = (**pos).clone();
-                let moved = if forward {
-                    probe.next(src, rec)?
-                } else {
-                    probe.prev(src, rec)?
-                };
+                let moved = probe.next(src, rec)?;
                 if moved {
                     **pos = probe;
                 }
-                Ok(moved)
+                moved
             }
-        }
-    }
-
-    /// `MDB_FIRST`.
-    pub fn first<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
-        self.clear_delete_marks();
-        let moved = self.pos.first(src, &self.db)?;
-        self.landed(src, moved, false)
-    }
-
-    /// `MDB_LAST`.
-    pub fn last<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
-        self.clear_delete_marks();
-        let moved = self.pos.last(src, &self.db)?;
-        self.landed(src, moved, true)
-    }
-
-    /// `MDB_NEXT`: the next value of this key, else the first of the next key.
-    pub fn next<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
-        if self.past_end {
-            return Ok(false);
-        }
-        if std::mem::take(&mut self.after_delete) {
-            return Ok(self.is_valid());
-        }
-        if self.at_end {
-            return Ok(false);
-        }
-        if self.pos.state == State::Valid && self.dup_step(src, true)? {
-            return Ok(true);
-        }
-        let was_valid = self.pos.state == State::Valid;
-        let moved = self.pos.next(src, &self.db)?;
-        self.at_end = was_valid && !moved;
-        self.landed(src, moved, false)
-    }
-
-    /// `MDB_PREV`: the previous value of this key, else the last of the previous key.
-    pub fn prev<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
-        if std::mem::take(&mut self.past_end) {
-            self.after_delete = false;
-            return Ok(self.is_valid());
-        }
-        self.after_delete = false;
-        self.at_end = false;
-        if self.pos.state == State::Valid && self.dup_step(src, false)? {
-            return Ok(true);
-        }
-        let moved = self.pos.prev(src, &self.db)?;
-        self.landed(src, moved, true)
-    }
-
-    /// `MDB_NEXT_DUP`: the next value of the current key only.
-    pub fn next_dup<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
-        match self.take_delete_marks() {
-            // On the value that followed a deleted one of this key: that is the next.
-            (true, _) => return Ok(self.same_key_successor),
-            (_, true) => return Ok(false),
-            _ => {}
-        }
-        if !self.is_valid() {
-            return Ok(false);
-        }
-        if self.at_end {
-            return Ok(false);
-        }
-        self.dup_step(src, true)
-    }
-
-    /// `MDB_PREV_DUP`: the previous value of the current key only.
-    pub fn prev_dup<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
-        if self.take_delete_marks().1 {
-            // The last value of the DB was deleted: the one before it, if of the same key.
-            return Ok(!self.key_removed && self.is_valid());
-        }
-        if !self.is_valid() {
-            return Ok(false);
-        }
-        let moved = self.dup_step(src, false)?;
-        if moved {
-            self.at_end = false;
+        };
+        if !moved {
+            self.x_eof = true;
         }
         Ok(moved)
     }
 
-    /// `MDB_NEXT_NODUP`: the first value of the next key.
-    pub fn next_nodup<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
-        if self.past_end {
+    /// `mdb_cursor_prev` on the values cursor.
+    fn x_prev<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
+        self.x_eof = false;
+        self.x_del = false;
+        if std::mem::take(&mut self.x_past) {
+            return Ok(true); // back from one past the last value onto it
+        }
+        Ok(match &mut self.dup {
+            None | Some(DupPos::Single) => false,
+            Some(DupPos::Sub { idx, .. }) => {
+                if *idx > 0 {
+                    *idx -= 1;
+                    true
+                } else {
+                    false
+                }
+            }
+            Some(DupPos::Tree { pos, rec }) => {
+                let mut probe = (**pos).clone();
+                let moved = probe.prev(src, rec)?;
+                if moved {
+                    **pos = probe;
+                }
+                moved
+            }
+        })
+    }
+
+    /// `MDB_FIRST`.
+    pub fn first<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
+        let r = self.first_inner(src);
+        self.op_done(r)
+    }
+
+    fn first_inner<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
+        self.main_past = false;
+        self.eof = false;
+        if !self.pos.first(src, &self.db)? {
+            self.dup = None;
             return Ok(false);
         }
-        let at_end = self.at_end;
-        let (after_delete, _) = self.take_delete_marks();
-        if after_delete && self.key_removed {
-            // On the first value of the key that followed the deleted one.
+        self.enter(src, false)?;
+        Ok(true)
+    }
+
+    /// `MDB_LAST` (LMDB marks the cursor at the end).
+    pub fn last<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
+        let r = self.last_inner(src);
+        self.op_done(r)
+    }
+
+    fn last_inner<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
+        self.main_past = false;
+        if !self.pos.last(src, &self.db)? {
+            self.dup = None;
+            return Ok(false);
+        }
+        self.eof = true;
+        self.enter(src, true)?;
+        Ok(true)
+    }
+
+    /// `mdb_cursor_next` for MDB_NEXT, MDB_NEXT_DUP and MDB_NEXT_NODUP.
+    fn next_op<S: PageSource + ?Sized>(&mut self, src: &S, op: Step) -> Result<bool> {
+        if self.del && op == Step::Dup {
+            return Ok(false);
+        }
+        if self.pos.state != State::Valid {
+            return self.first_inner(src);
+        }
+        if self.eof {
+            if self.main_at_page_end(src)? {
+                return Ok(false);
+            }
+            self.eof = false;
+        }
+        if self.dcmp.is_some() && !self.main_past {
+            if self.on_dupdata(src)? {
+                if op != Step::NoDup {
+                    let moved = self.x_next(src)?;
+                    if op == Step::Dup || moved {
+                        return Ok(moved);
+                    }
+                }
+            } else if op == Step::Dup {
+                return Ok(false);
+            }
+        }
+        if std::mem::take(&mut self.del) {
+            // Standing on the node that followed the deleted one: that is the next.
+            if self.main_past {
+                return Ok(false);
+            }
+            self.enter(src, false)?;
             return Ok(true);
         }
-        if at_end {
+        if !self.pos.next(src, &self.db)? {
+            self.eof = true;
             return Ok(false);
         }
-        let was_valid = self.pos.state == State::Valid;
-        let moved = self.pos.next(src, &self.db)?;
-        self.at_end = was_valid && !moved;
-        self.landed(src, moved, false)
+        self.enter(src, false)?;
+        Ok(true)
+    }
+
+    /// `mdb_cursor_prev` for MDB_PREV, MDB_PREV_DUP and MDB_PREV_NODUP.
+    fn prev_op<S: PageSource + ?Sized>(&mut self, src: &S, op: Step) -> Result<bool> {
+        if self.pos.state != State::Valid {
+            return self.last_inner(src);
+        }
+        if self.dcmp.is_some() && !self.main_past {
+            if self.on_dupdata(src)? {
+                if op != Step::NoDup {
+                    let moved = self.x_prev(src)?;
+                    if op == Step::Dup || moved {
+                        if moved {
+                            self.eof = false;
+                        }
+                        return Ok(moved);
+                    }
+                }
+            } else if op == Step::Dup {
+                return Ok(false);
+            }
+        }
+        self.eof = false;
+        self.del = false;
+        if std::mem::take(&mut self.main_past) {
+            // Back from one past the last key onto it.
+        } else if !self.pos.prev(src, &self.db)? {
+            return Ok(false);
+        }
+        self.enter(src, true)?;
+        Ok(true)
+    }
+
+    /// `MDB_NEXT`: the next value of this key, else the first of the next key.
+    pub fn next<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
+        let r = self.next_op(src, Step::Any);
+        self.op_done(r)
+    }
+
+    /// `MDB_PREV`: the previous value of this key, else the last of the previous key.
+    pub fn prev<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
+        let r = self.prev_op(src, Step::Any);
+        self.op_done(r)
+    }
+
+    /// `MDB_NEXT_DUP`: the next value of the current key only.
+    pub fn next_dup<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
+        let r = self.next_op(src, Step::Dup);
+        self.op_done(r)
+    }
+
+    /// `MDB_PREV_DUP`: the previous value of the current key only.
+    pub fn prev_dup<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
+        let r = self.prev_op(src, Step::Dup);
+        self.op_done(r)
+    }
+
+    /// `MDB_NEXT_NODUP`: the first value of the next key.
+    pub fn next_nodup<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
+        let r = self.next_op(src, Step::NoDup);
+        self.op_done(r)
     }
 
     /// `MDB_PREV_NODUP`: the last value of the previous key.
     pub fn prev_nodup<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
-        let (_, was_past_end) = self.take_delete_marks();
-        self.at_end = false;
-        if was_past_end && self.key_removed {
-            // The last key was deleted: the previous key is the one the cursor is on.
-            return self.landed(src, self.pos.state == State::Valid, true);
-        }
-        let moved = self.pos.prev(src, &self.db)?;
-        self.landed(src, moved, true)
+        let r = self.prev_op(src, Step::NoDup);
+        self.op_done(r)
     }
 
     /// `MDB_FIRST_DUP` / `MDB_LAST_DUP`: the first or last value of the current key.
     pub fn edge_dup<S: PageSource + ?Sized>(&mut self, src: &S, last: bool) -> Result<bool> {
-        self.clear_delete_marks();
-        if self.pos.state != State::Valid {
+        let r = self.edge_dup_inner(src, last);
+        self.op_done(r)
+    }
+
+    fn edge_dup_inner<S: PageSource + ?Sized>(&mut self, src: &S, last: bool) -> Result<bool> {
+        if self.pos.state != State::Valid || self.main_past {
             return Ok(false);
         }
+        self.eof = false;
+        if !self.on_dupdata(src)? {
+            return Ok(true); // a single value is its own first and last
+        }
+        // The values cursor moves; its "deleted here" mark stays (LMDB's mdb_cursor_first/
+        // _last do not clear C_DEL).
+        let x_del = self.x_del;
         self.enter(src, last)?;
+        self.x_del = x_del;
         Ok(true)
     }
 
@@ -520,15 +620,29 @@ impl CursorCore {
         key: &[u8],
         exact: bool,
     ) -> Result<bool> {
-        self.clear_delete_marks();
+        let r = self.seek_inner(src, key, exact);
+        self.op_done(r)
+    }
+
+    fn seek_inner<S: PageSource + ?Sized>(
+        &mut self,
+        src: &S,
+        key: &[u8],
+        exact: bool,
+    ) -> Result<bool> {
+        self.main_past = false;
+        self.eof = false;
         let found = match self.pos.seek(src, &self.db, self.cmp, key)? {
             Some(is_exact) => is_exact || !exact,
             None => false,
         };
         if !found {
             self.pos.state = State::Unset;
+            self.dup = None;
+            return Ok(false);
         }
-        self.landed(src, found, false)
+        self.enter(src, false)?;
+        Ok(true)
     }
 
     /// `MDB_GET_BOTH` (`exact`) or `MDB_GET_BOTH_RANGE`: key `key`, and the value equal to
@@ -540,7 +654,18 @@ impl CursorCore {
         value: &[u8],
         exact: bool,
     ) -> Result<bool> {
-        if !self.seek(src, key, true)? {
+        let r = self.seek_both_inner(src, key, value, exact);
+        self.op_done(r)
+    }
+
+    fn seek_both_inner<S: PageSource + ?Sized>(
+        &mut self,
+        src: &S,
+        key: &[u8],
+        value: &[u8],
+        exact: bool,
+    ) -> Result<bool> {
+        if !self.seek_inner(src, key, true)? {
             return Ok(false);
         }
         let found = match self.dcmp {
@@ -602,10 +727,10 @@ impl CursorCore {
         &mut self,
         src: &'s S,
     ) -> Result<Option<&'s [u8]>> {
+        self.del = false;
         if !self.is_valid() {
             return Err(Error::InvalidArgument("cursor is not positioned"));
         }
-        self.after_delete = false;
         let (node, leaf) = self.pos.node(src)?;
         match self.dup.as_mut() {
             None => Err(Error::Incompatible),
@@ -641,16 +766,10 @@ impl CursorCore {
         &mut self,
         src: &'s S,
     ) -> Result<Option<&'s [u8]>> {
-        if !self.is_valid() {
-            if !self.first(src)? {
-                return Ok(None);
-            }
-            return self.get_multiple(src);
-        }
         if self.dcmp.is_none() {
             return Err(Error::Incompatible);
         }
-        if !self.dup_step(src, true)? {
+        if !self.next_dup(src)? {
             return Ok(None);
         }
         self.get_multiple(src)
@@ -661,13 +780,10 @@ impl CursorCore {
         &mut self,
         src: &'s S,
     ) -> Result<Option<&'s [u8]>> {
-        if !self.is_valid() {
-            if !self.last(src)? {
-                return Ok(None);
-            }
-            return self.get_multiple(src);
+        self.del = false;
+        if !self.is_valid() && !self.last(src)? {
+            return Ok(None);
         }
-        self.after_delete = false;
         match self.dup.as_mut() {
             None => Err(Error::Incompatible),
             Some(DupPos::Single) | Some(DupPos::Sub { .. }) => Ok(None),
@@ -687,19 +803,33 @@ impl CursorCore {
 
     /// Number of values of the current key (`mdb_cursor_count`).
     pub fn count<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<u64> {
-        self.at_end = false;
-        self.after_delete = false;
-        if !self.is_valid() {
+        let _ = src;
+        if self.pos.state != State::Valid {
             return Err(Error::InvalidArgument("cursor is not positioned"));
+        }
+        if self.eof {
+            if self.main_past {
+                return Err(Error::NotFound);
+            }
+            self.eof = false;
+        }
+        if self.main_past {
+            return Err(Error::NotFound);
         }
         Ok(match &self.dup {
             None | Some(DupPos::Single) => 1,
             Some(DupPos::Sub { count, .. }) => *count as u64,
-            Some(DupPos::Tree { rec, .. }) => {
-                let _ = src;
-                rec.entries
-            }
+            Some(DupPos::Tree { rec, .. }) => rec.entries,
         })
+    }
+
+    /// The key the main cursor stands on (even when its values cursor is one past its last
+    /// value, as after deleting it).
+    pub fn key<'s, S: PageSource + ?Sized>(&self, src: &'s S) -> Result<&'s [u8]> {
+        if self.pos.state != State::Valid || self.main_past {
+            return Err(Error::NotFound);
+        }
+        Ok(self.pos.node(src)?.0.key)
     }
 
     /// The key and value at the cursor.
@@ -715,8 +845,14 @@ impl CursorCore {
         Ok((node.key, value))
     }
 
-    /// After the item (`key`, `value`) was deleted through this cursor: stand on what
-    /// followed it, so that `next` returns that and `prev` the item before the deleted one.
+    /// `MDB_GET_CURRENT`: ends the "deleted here" marks of both cursors, as in LMDB.
+    pub fn current_op(&mut self) {
+        self.del = false;
+        self.x_del = false;
+    }
+
+    /// After the item (`key`, `value`) was deleted through this cursor (`value` None: the
+    /// whole key), stand where LMDB's cursor stands: on what followed, marked deleted.
     pub fn reposition_after_delete<S: PageSource + ?Sized>(
         &mut self,
         src: &S,
@@ -725,38 +861,46 @@ impl CursorCore {
         value: Option<&[u8]>,
     ) -> Result<()> {
         self.db = db;
-        let key_removed = !self.seek(src, key, true)?;
-        let mut found = match value {
-            Some(v) if self.dcmp.is_some() && !key_removed => self.seek_both(src, key, v, false)?,
-            _ => false,
-        };
-        self.same_key_successor = found;
-        if !found {
-            // The key is gone (or had no later value): the next key, if any.
-            found = self.seek(src, key, false)?;
-            if found && self.cmp.compare(self.item(src)?.0, key) == std::cmp::Ordering::Equal {
-                found = self.next_nodup(src)?;
+        self.eof = false;
+        self.main_past = false;
+        let key_remains = self.seek_inner(src, key, true)?;
+        if key_remains {
+            // One value of a key that keeps others: the values cursor stands on the value
+            // that followed, or one past the last value.
+            let v = value.expect("a remaining key means one value was deleted");
+            let dcmp = self.dcmp.expect("values only in DUPSORT DBs");
+            self.x_eof = false;
+            if !self.seek_value(src, dcmp, v, false)? {
+                self.enter(src, true)?;
+                self.x_past = true;
+                self.x_eof = true;
             }
+            self.x_del = true;
+            return Ok(());
         }
-        if found {
-            self.after_delete = true;
-        } else if self.last(src)? {
-            self.past_end = true;
+        // The key's node is gone: the main cursor stands on the next node, marked.
+        if self.seek_inner(src, key, false)? {
+            self.del = true;
+            self.x_del = true;
+            return Ok(());
         }
-        self.key_removed = key_removed;
+        if self.last_inner(src)? {
+            self.main_past = true;
+            self.eof = true;
+            self.del = true;
+            self.dup = None;
+        }
         Ok(())
     }
+}
 
-    /// The delete marks end with any other operation (LMDB's C_DEL); returns them.
-    fn take_delete_marks(&mut self) -> (bool, bool) {
-        let marks = (self.after_delete, self.past_end);
-        self.after_delete = false;
-        self.past_end = false;
-        marks
-    }
-
-    /// `MDB_GET_CURRENT`: ends the "after a delete" state, as in LMDB.
-    pub fn current_op(&mut self) {
-        self.after_delete = false;
-    }
+/// Which of LMDB's next/prev variants a move is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// MDB_NEXT / MDB_PREV.
+    Any,
+    /// MDB_NEXT_DUP / MDB_PREV_DUP.
+    Dup,
+    /// MDB_NEXT_NODUP / MDB_PREV_NODUP.
+    NoDup,
 }

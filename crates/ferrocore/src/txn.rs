@@ -1558,11 +1558,15 @@ impl WriteCursor<'_, '_> {
     /// `put_flags::NO_DUP_DATA` every value of the key. The cursor then stands on the item
     /// that followed: `next` returns it, `prev` the one before the deleted item.
     pub fn delete(&mut self, flags: u32) -> Result<()> {
-        let (key, value) = match self.core.item(&self.txn.pages) {
-            Ok((k, v)) => (k.to_vec(), v.to_vec()),
-            Err(e) => return Err(e),
-        };
         let all = flags & put_flags::NO_DUP_DATA != 0 || self.core.dcmp.is_none();
+        // Deleting a whole key needs only the key (LMDB allows it even when the cursor stands
+        // past the key's last value); deleting one value needs the value under the cursor.
+        let (key, value) = if all {
+            (self.core.key(&self.txn.pages)?.to_vec(), Vec::new())
+        } else {
+            let (k, v) = self.core.item(&self.txn.pages)?;
+            (k.to_vec(), v.to_vec())
+        };
         let deleted =
             self.txn
                 .delete_value(self.db, &key, if all { None } else { Some(&value) })?;
