@@ -208,6 +208,9 @@ pub(crate) struct EnvInner {
     /// Bumped whenever a DB's order changes (application comparators, closed handles), so
     /// txns refresh what they cached; 0 while every order follows the DB flags.
     pub orders_generation: AtomicU64,
+    /// The latest txn this process committed (or found at open). A snapshot newer than it
+    /// was committed by another process, which cannot update this process's record cache.
+    pub local_txnid: AtomicU64,
     /// The meta of the last snapshot a reader took, so the next reader of the same txn
     /// skips decoding and checksumming it.
     pub meta_cache: crate::seqcache::Slot<16>,
@@ -419,6 +422,7 @@ impl Env {
                     opts.max_dbs as usize,
                 )),
                 orders_generation: AtomicU64::new(0),
+                local_txnid: AtomicU64::new(current.txnid),
                 meta_cache: Default::default(),
                 record_cache: (0..opts.max_dbs).map(|_| Default::default()).collect(),
                 map_size_explicit: AtomicBool::new(explicit),
@@ -635,6 +639,18 @@ impl EnvInner {
             self.map_size.store(size, Ordering::Release);
         }
         size
+    }
+
+    /// Called with every snapshot a txn takes: once another process has committed, the
+    /// named-DB record cache (which only this process's writers keep current) is no longer
+    /// trusted; txns then look records up in the main DB.
+    #[inline]
+    pub fn note_snapshot(&self, txnid: u64) {
+        if txnid > self.local_txnid.load(Ordering::SeqCst)
+            && self.orders_generation.load(Ordering::Relaxed) == 0
+        {
+            self.orders_generation.fetch_add(1, Ordering::AcqRel);
+        }
     }
 
     /// Highest page number + 1 a write txn may allocate.

@@ -219,6 +219,7 @@ fn take_snapshot(env: &EnvInner, slot: &ReaderSlot<'_>) -> Result<Meta> {
     }
     loop {
         let t = env.lock.begin_snapshot(slot.index);
+        env.note_snapshot(t);
         if let Some(words) = env.meta_cache.get(t) {
             return Ok(crate::seqcache::meta_from(words));
         }
@@ -702,6 +703,7 @@ impl<'env> WriteTxn<'env> {
                 return Err(e);
             }
         };
+        env.note_snapshot(base.txnid);
         // Records of txns up to the oldest snapshot still read are free to reuse.
         let oldest = env.lock.oldest_reader().unwrap_or(u64::MAX).min(base.txnid);
         let spare = std::mem::take(
@@ -1215,8 +1217,10 @@ impl<'env> WriteTxn<'env> {
             env.failed.store(true, Ordering::Release);
             return Err(e.into());
         }
-        // Before readers can see this txn, the record cache learns the new versions.
+        // Before readers can see this txn, the record cache learns the new versions, and the
+        // environment that this process wrote it.
         self.publish_records(&changed);
+        env.local_txnid.store(self.txnid, Ordering::SeqCst);
         env.lock.txnid_cell().store(self.txnid, Ordering::SeqCst);
         Ok(())
     }

@@ -1,0 +1,253 @@
+//! Several processes on one environment: one writer at a time across processes, readers
+//! keeping their snapshot while another process commits, dead readers and writers
+//! cleaned up. Child processes are this test binary run again with a role in the
+//! environment (see `child_process_entry`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ferrocore::{db_flags, env_flags, Database, Env, EnvOptions};
+
+const ROLE: &str = "FERROCORE_TEST_ROLE";
+const DIR: &str = "FERROCORE_TEST_DIR";
+
+fn open(dir: &Path) -> Env {
+    // SAFETY: only ferrocore (in this and the child processes) touches these files.
+    unsafe {
+        EnvOptions::new()
+            .max_dbs(4)
+            .flags(env_flags::NO_SYNC)
+            .open(dir)
+            .unwrap()
+    }
+}
+
+fn spawn(role: &str, dir: &Path, extra: &[(&str, &str)]) -> Child {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "child_process_entry",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(ROLE, role)
+    .env(DIR, dir)
+    .stdout(Stdio::null());
+    for (k, v) in extra {
+        cmd.env(k, v);
+    }
+    cmd.spawn().unwrap()
+}
+
+fn wait_for(path: &Path) {
+    let start = Instant::now();
+    while !path.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "child never wrote {}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn read_u64(txn: &ferrocore::ReadTxn<'_>, db: Database, key: &[u8]) -> u64 {
+    txn.get(db, key)
+        .unwrap()
+        .map_or(0, |v| u64::from_le_bytes(v.try_into().unwrap()))
+}
+
+/// Not a test of its own: the entry point of the child processes the tests below start.
+/// Without the role variable (a normal test run) it does nothing.
+#[test]
+fn child_process_entry() {
+    let Ok(role) = std::env::var(ROLE) else {
+        return;
+    };
+    let dir = PathBuf::from(std::env::var(DIR).unwrap());
+    let env = open(&dir);
+    match role.as_str() {
+        "increment" => {
+            let times: u64 = std::env::var("TIMES").unwrap().parse().unwrap();
+            for _ in 0..times {
+                let mut txn = env.begin_write().unwrap();
+                let n = txn
+                    .get(Database::MAIN, b"counter")
+                    .unwrap()
+                    .map_or(0, |v| u64::from_le_bytes(v.try_into().unwrap()));
+                txn.put(Database::MAIN, b"counter", &(n + 1).to_le_bytes(), 0)
+                    .unwrap();
+                txn.commit().unwrap();
+            }
+        }
+        "write_named" => {
+            let mut txn = env.begin_write().unwrap();
+            let db = txn.open_db(Some("named"), 0).unwrap();
+            txn.put(db, b"k", std::env::var("VALUE").unwrap().as_bytes(), 0)
+                .unwrap();
+            txn.commit().unwrap();
+        }
+        "hold_reader" => {
+            let txn = env.begin_read().unwrap();
+            let before = read_u64(&txn, Database::MAIN, b"counter");
+            std::fs::write(dir.join("reader-ready"), before.to_string()).unwrap();
+            // Wait for the parent's commits (or for SIGKILL).
+            let go = dir.join("reader-go");
+            let start = Instant::now();
+            while !go.exists() && start.elapsed() < Duration::from_secs(60) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let after = read_u64(&txn, Database::MAIN, b"counter");
+            txn.check().unwrap();
+            std::process::exit(if before == after { 0 } else { 1 });
+        }
+        "hold_writer" => {
+            let mut txn = env.begin_write().unwrap();
+            txn.put(Database::MAIN, b"uncommitted", b"x", 0).unwrap();
+            std::fs::write(dir.join("writer-ready"), b"").unwrap();
+            std::thread::sleep(Duration::from_secs(60));
+        }
+        other => panic!("unknown role {other}"),
+    }
+}
+
+#[test]
+fn processes_take_turns_as_the_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let children: Vec<Child> = (0..4)
+        .map(|_| spawn("increment", dir.path(), &[("TIMES", "50")]))
+        .collect();
+    // This process writes too, meanwhile.
+    for _ in 0..50 {
+        let mut txn = env.begin_write().unwrap();
+        let n = txn
+            .get(Database::MAIN, b"counter")
+            .unwrap()
+            .map_or(0, |v| u64::from_le_bytes(v.try_into().unwrap()));
+        txn.put(Database::MAIN, b"counter", &(n + 1).to_le_bytes(), 0)
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    let txn = env.begin_read().unwrap();
+    assert_eq!(
+        read_u64(&txn, Database::MAIN, b"counter"),
+        250,
+        "every increment of 5 processes counted once"
+    );
+    txn.check().unwrap();
+}
+
+#[test]
+fn a_named_db_changed_by_another_process_is_seen() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let db = {
+        let mut txn = env.begin_write().unwrap();
+        let db = txn.open_db(Some("named"), db_flags::CREATE).unwrap();
+        txn.put(db, b"k", b"first", 0).unwrap();
+        txn.commit().unwrap();
+        db
+    };
+    // Read it here first, so this process has it cached.
+    assert_eq!(
+        env.begin_read().unwrap().get(db, b"k").unwrap(),
+        Some(&b"first"[..])
+    );
+    let mut child = spawn("write_named", dir.path(), &[("VALUE", "second")]);
+    assert!(child.wait().unwrap().success());
+    assert_eq!(
+        env.begin_read().unwrap().get(db, b"k").unwrap(),
+        Some(&b"second"[..])
+    );
+    // And this process's next commit does not resurrect the old version either.
+    let mut txn = env.begin_write().unwrap();
+    txn.put(Database::MAIN, b"other", b"x", 0).unwrap();
+    txn.commit().unwrap();
+    assert_eq!(
+        env.begin_read().unwrap().get(db, b"k").unwrap(),
+        Some(&b"second"[..])
+    );
+}
+
+#[test]
+fn a_reader_in_another_process_keeps_its_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let mut txn = env.begin_write().unwrap();
+    txn.put(Database::MAIN, b"counter", &7u64.to_le_bytes(), 0)
+        .unwrap();
+    for i in 0..2000u32 {
+        txn.put(Database::MAIN, &i.to_be_bytes(), &[1u8; 100], 0)
+            .unwrap();
+    }
+    txn.commit().unwrap();
+    let mut reader = spawn("hold_reader", dir.path(), &[]);
+    wait_for(&dir.path().join("reader-ready"));
+    // Hundreds of commits rewriting every page while the other process reads.
+    for round in 0..200u64 {
+        let mut txn = env.begin_write().unwrap();
+        txn.put(Database::MAIN, b"counter", &(100 + round).to_le_bytes(), 0)
+            .unwrap();
+        for i in (0..2000u32).step_by(10) {
+            txn.put(
+                Database::MAIN,
+                &i.to_be_bytes(),
+                &[(round % 250) as u8; 100],
+                0,
+            )
+            .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    std::fs::write(dir.path().join("reader-go"), b"").unwrap();
+    assert!(
+        reader.wait().unwrap().success(),
+        "the reader saw its snapshot change or its pages reused"
+    );
+    env.check().unwrap();
+}
+
+#[test]
+fn a_killed_reader_is_cleared_by_reader_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let mut reader = spawn("hold_reader", dir.path(), &[]);
+    wait_for(&dir.path().join("reader-ready"));
+    let pid = reader.id();
+    assert!(env
+        .readers()
+        .iter()
+        .any(|&(p, _, snapshot)| p == pid && snapshot.is_some()));
+    reader.kill().unwrap();
+    reader.wait().unwrap();
+    assert_eq!(env.reader_check().unwrap(), 1);
+    assert!(!env.readers().iter().any(|&(p, _, _)| p == pid));
+    assert_eq!(env.reader_check().unwrap(), 0);
+}
+
+#[test]
+fn a_killed_writer_releases_the_writer_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let mut writer = spawn("hold_writer", dir.path(), &[]);
+    wait_for(&dir.path().join("writer-ready"));
+    writer.kill().unwrap();
+    writer.wait().unwrap();
+    // The kernel released the dead process's lock: this write txn begins at once.
+    let start = Instant::now();
+    let mut txn = env.begin_write().unwrap();
+    assert!(start.elapsed() < Duration::from_secs(5));
+    assert_eq!(
+        txn.get(Database::MAIN, b"uncommitted").unwrap(),
+        None,
+        "its uncommitted work is gone"
+    );
+    txn.put(Database::MAIN, b"after", b"ok", 0).unwrap();
+    txn.commit().unwrap();
+    env.check().unwrap();
+}
