@@ -79,7 +79,14 @@ fn keys(n: u64, seed: u64) -> Vec<[u8; 16]> {
 struct Times {
     insert: f64,
     get: f64,
+    /// The same gets split over one thread per core, each with its own read txn.
+    get_mt: f64,
     scan: f64,
+}
+
+/// Threads for the multi-threaded W4: one per core.
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
 trait Engine {
@@ -116,6 +123,23 @@ impl Engine for Ferro {
         let get = t.elapsed().as_secs_f64();
         assert_eq!(found, keys.len() * 100);
         let t = Instant::now();
+        let chunk = keys.len().div_ceil(threads());
+        let found_mt: usize = std::thread::scope(|s| {
+            let handles: Vec<_> = keys
+                .chunks(chunk)
+                .map(|part| {
+                    let env = &env;
+                    s.spawn(move || {
+                        let txn = env.begin_read().unwrap();
+                        part.iter().map(|k| txn.get(Database::MAIN, k).unwrap().map_or(0, |v| v.len())).sum::<usize>()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).sum()
+        });
+        let get_mt = t.elapsed().as_secs_f64();
+        assert_eq!(found_mt, keys.len() * 100);
+        let t = Instant::now();
         let mut c = txn.cursor(Database::MAIN).unwrap();
         let mut n = 0;
         let mut more = c.first().unwrap().is_some();
@@ -125,11 +149,19 @@ impl Engine for Ferro {
         }
         let scan = t.elapsed().as_secs_f64();
         assert_eq!(n, keys.len());
-        Times { insert, get, scan }
+        Times { insert, get, get_mt, scan }
     }
 }
 
 struct Lmdb;
+
+/// LMDB's environment handle, shared by reader threads (LMDB allows that; each thread
+/// begins its own read txn).
+struct SharedEnv(*mut ffi::MDB_env);
+// SAFETY: an MDB_env may be used from several threads at once for read txns.
+unsafe impl Send for SharedEnv {}
+// SAFETY: see above.
+unsafe impl Sync for SharedEnv {}
 
 fn check(rc: i32, what: &str) {
     assert_eq!(rc, 0, "LMDB {what} failed: {rc}");
@@ -199,6 +231,34 @@ impl Engine for Lmdb {
             let get = t.elapsed().as_secs_f64();
             assert_eq!(found, keys.len() * 100);
             let t = Instant::now();
+            let shared = SharedEnv(env);
+            let chunk = keys.len().div_ceil(threads());
+            let found_mt: usize = std::thread::scope(|s| {
+                let handles: Vec<_> = keys
+                    .chunks(chunk)
+                    .map(|part| {
+                        let shared = &shared;
+                        s.spawn(move || {
+                            let mut txn = ptr::null_mut();
+                            check(ffi::mdb_txn_begin(shared.0, ptr::null_mut(), ffi::MDB_RDONLY, &mut txn), "txn_begin");
+                            let mut sum = 0;
+                            for k in part {
+                                let mut kv = val(k);
+                                let mut vv = ffi::MDB_val { mv_size: 0, mv_data: ptr::null_mut() };
+                                if ffi::mdb_get(txn, dbi, &mut kv, &mut vv) == 0 {
+                                    sum += vv.mv_size;
+                                }
+                            }
+                            ffi::mdb_txn_abort(txn);
+                            sum
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).sum()
+            });
+            let get_mt = t.elapsed().as_secs_f64();
+            assert_eq!(found_mt, keys.len() * 100);
+            let t = Instant::now();
             let mut cur = ptr::null_mut();
             check(ffi::mdb_cursor_open(txn, dbi, &mut cur), "cursor_open");
             let mut kv = ffi::MDB_val {
@@ -217,7 +277,7 @@ impl Engine for Lmdb {
             ffi::mdb_cursor_close(cur);
             ffi::mdb_txn_abort(txn);
             ffi::mdb_env_close(env);
-            Times { insert, get, scan }
+            Times { insert, get, get_mt, scan }
         }
     }
 }
@@ -241,9 +301,10 @@ fn compare(keys: &[[u8; 16]], reps: usize, sync: bool) {
     }
     let n = keys.len() as f64;
     let label = if sync { "synced" } else { "no sync" };
-    let rows: [(&str, Pick); 3] = [
+    let rows: [(&str, Pick); 4] = [
         ("W3 random insert, txns of 1000", |t| t.insert),
         ("W4 random get, 1 thread", |t| t.get),
+        ("W4 random get, 1 thread per core", |t| t.get_mt),
         ("W5 full scan", |t| t.scan),
     ];
     for (name, pick) in rows {
