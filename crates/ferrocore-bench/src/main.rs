@@ -131,7 +131,9 @@ impl Engine for Ferro {
                     let env = &env;
                     s.spawn(move || {
                         let txn = env.begin_read().unwrap();
-                        part.iter().map(|k| txn.get(Database::MAIN, k).unwrap().map_or(0, |v| v.len())).sum::<usize>()
+                        part.iter()
+                            .map(|k| txn.get(Database::MAIN, k).unwrap().map_or(0, |v| v.len()))
+                            .sum::<usize>()
                     })
                 })
                 .collect();
@@ -149,7 +151,12 @@ impl Engine for Ferro {
         }
         let scan = t.elapsed().as_secs_f64();
         assert_eq!(n, keys.len());
-        Times { insert, get, get_mt, scan }
+        Times {
+            insert,
+            get,
+            get_mt,
+            scan,
+        }
     }
 }
 
@@ -240,11 +247,22 @@ impl Engine for Lmdb {
                         let shared = &shared;
                         s.spawn(move || {
                             let mut txn = ptr::null_mut();
-                            check(ffi::mdb_txn_begin(shared.0, ptr::null_mut(), ffi::MDB_RDONLY, &mut txn), "txn_begin");
+                            check(
+                                ffi::mdb_txn_begin(
+                                    shared.0,
+                                    ptr::null_mut(),
+                                    ffi::MDB_RDONLY,
+                                    &mut txn,
+                                ),
+                                "txn_begin",
+                            );
                             let mut sum = 0;
                             for k in part {
                                 let mut kv = val(k);
-                                let mut vv = ffi::MDB_val { mv_size: 0, mv_data: ptr::null_mut() };
+                                let mut vv = ffi::MDB_val {
+                                    mv_size: 0,
+                                    mv_data: ptr::null_mut(),
+                                };
                                 if ffi::mdb_get(txn, dbi, &mut kv, &mut vv) == 0 {
                                     sum += vv.mv_size;
                                 }
@@ -277,7 +295,12 @@ impl Engine for Lmdb {
             ffi::mdb_cursor_close(cur);
             ffi::mdb_txn_abort(txn);
             ffi::mdb_env_close(env);
-            Times { insert, get, get_mt, scan }
+            Times {
+                insert,
+                get,
+                get_mt,
+                scan,
+            }
         }
     }
 }

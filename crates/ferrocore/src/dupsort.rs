@@ -71,39 +71,23 @@ fn subpage_size(values: &[&[u8]]) -> usize {
             .sum::<usize>()
 }
 
-/// Encodes sorted values of `fixed` bytes each as a LEAF2 sub-page (DUPFIXED): the
-/// values packed after the header, no free space.
-pub fn encode_subpage_fixed(values: &[&[u8]], fixed: usize) -> Vec<u8> {
-    let mut buf = vec![0u8; PAGE_HEADER_SIZE + values.len() * fixed];
-    edit::init_leaf2(
-        &mut buf,
-        0,
-        page_flags::LEAF | page_flags::DIRTY | page_flags::SUBP | page_flags::LEAF2,
-        fixed,
-    );
-    for (i, v) in values.iter().enumerate() {
-        let ok = edit::insert_node(
-            &mut buf,
-            i,
-            v,
-            NodeValue::Inline {
-                flags: 0,
-                data: &[],
-            },
-        );
-        assert!(ok, "sub-page sized for its values");
-    }
-    buf
-}
-
-/// Encodes sorted `values` as a plain sub-page.
-pub fn encode_subpage(values: &[&[u8]]) -> Vec<u8> {
-    let mut buf = vec![0u8; subpage_size(values)];
-    edit::init(
-        &mut buf,
-        0,
-        page_flags::LEAF | page_flags::DIRTY | page_flags::SUBP,
-    );
+/// Encodes sorted `values` as a sub-page with no free space: plain (nodes whose keys are
+/// the values), or for DUPFIXED (`fixed` = the value size) a LEAF2 sub-page of the values
+/// packed after the header.
+pub fn encode_subpage(values: &[&[u8]], fixed: Option<usize>) -> Vec<u8> {
+    let sub = page_flags::LEAF | page_flags::DIRTY | page_flags::SUBP;
+    let mut buf = match fixed {
+        Some(size) => {
+            let mut buf = vec![0u8; PAGE_HEADER_SIZE + values.len() * size];
+            edit::init_leaf2(&mut buf, 0, sub | page_flags::LEAF2, size);
+            buf
+        }
+        None => {
+            let mut buf = vec![0u8; subpage_size(values)];
+            edit::init(&mut buf, 0, sub);
+            buf
+        }
+    };
     for (i, v) in values.iter().enumerate() {
         let ok = edit::insert_node(
             &mut buf,
@@ -445,11 +429,7 @@ impl<S: PageStore> DupTree<'_, S> {
 
     /// A sub-page holding `values` (sorted, at least one) in this DB's form.
     fn encode(&self, values: &[&[u8]]) -> Vec<u8> {
-        if self.is_fixed() {
-            encode_subpage_fixed(values, values[0].len())
-        } else {
-            encode_subpage(values)
-        }
+        encode_subpage(values, self.is_fixed().then(|| values[0].len()))
     }
 
     /// The record of a new sub-DB for values of `size` bytes: LEAF2 leaves for DUPFIXED
