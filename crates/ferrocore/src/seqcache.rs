@@ -50,63 +50,50 @@ impl<const N: usize> Slot<N> {
         Some((stored_key, words))
     }
 
-    /// Stores `words` under `key` only if the slot is empty (so a reader's fill never
-    /// replaces what a writer stored).
-    pub fn put_if_empty(&self, key: u64, words: [u64; N]) {
-        if self
-            .seq
-            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            return;
-        }
+    /// Takes the slot for writing if its sequence is `from` (even); true on success.
+    fn lock_from(&self, from: u64) -> bool {
+        from & 1 == 0
+            && self
+                .seq
+                .compare_exchange(from, from + 1, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// Writes the slot taken by `lock_from(from)` and releases it as `from + 2`.
+    fn write_locked(&self, from: u64, key: u64, words: [u64; N]) {
         fence(Ordering::Release);
         self.key.store(key, Ordering::Relaxed);
         for (slot, w) in self.words.iter().zip(words) {
             slot.store(w, Ordering::Relaxed);
         }
-        self.seq.store(2, Ordering::Release);
+        self.seq.store(from + 2, Ordering::Release);
+    }
+
+    /// Stores `words` under `key` only if the slot is empty (so a reader's fill never
+    /// replaces what a writer stored).
+    pub fn put_if_empty(&self, key: u64, words: [u64; N]) {
+        if self.lock_from(0) {
+            self.write_locked(0, key, words);
+        }
     }
 
     /// Stores `words` under `key`, waiting for a concurrent writer of the slot to finish.
     pub fn put(&self, key: u64, words: [u64; N]) {
-        let s = loop {
+        loop {
             let s = self.seq.load(Ordering::Relaxed);
-            if s & 1 == 0
-                && self
-                    .seq
-                    .compare_exchange(s, s + 1, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-            {
-                break s;
+            if self.lock_from(s) {
+                return self.write_locked(s, key, words);
             }
             std::hint::spin_loop();
-        };
-        fence(Ordering::Release);
-        self.key.store(key, Ordering::Relaxed);
-        for (slot, w) in self.words.iter().zip(words) {
-            slot.store(w, Ordering::Relaxed);
         }
-        self.seq.store(s + 2, Ordering::Release);
     }
 
     /// Stores `words` under `key` unless someone else is writing the slot right now.
     pub fn try_put(&self, key: u64, words: [u64; N]) {
         let s = self.seq.load(Ordering::Relaxed);
-        if s & 1 == 1
-            || self
-                .seq
-                .compare_exchange(s, s + 1, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-        {
-            return;
+        if self.lock_from(s) {
+            self.write_locked(s, key, words);
         }
-        fence(Ordering::Release);
-        self.key.store(key, Ordering::Relaxed);
-        for (slot, w) in self.words.iter().zip(words) {
-            slot.store(w, Ordering::Relaxed);
-        }
-        self.seq.store(s + 2, Ordering::Release);
     }
 
     /// Empties the slot.
