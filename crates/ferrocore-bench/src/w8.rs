@@ -1,0 +1,219 @@
+//! W8 instructions per operation (DESIGN.md, seed 003): each engine runs W3's random
+//! puts (txns of 1,000, no sync) and W4's random gets (one read txn) at small N under
+//! `valgrind --tool=callgrind`, with collection switched on only inside
+//! [`ferrobench_measure`], so key generation, opening and the untimed load before the
+//! gets are not counted. Instructions (Ir) / N is the figure: it does not move with
+//! machine noise. System calls (pwrite, fsync, mmap faults) run in the kernel and are not
+//! counted.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+
+use crate::data::{value, KeyBuf};
+use crate::engines::{self, Config, Kind};
+
+#[derive(Args, Clone, Debug)]
+pub struct W8Args {
+    /// Operations measured per engine and operation.
+    #[arg(short = 'n', long, default_value_t = 20_000)]
+    pub n: u64,
+    /// Engines (default: ferrocore, LMDB, redb, SQLite).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub engines: Vec<Kind>,
+    /// Print a markdown table.
+    #[arg(long)]
+    pub markdown: bool,
+    /// Also write the figures as JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+pub enum Op {
+    Put,
+    Get,
+}
+
+#[derive(Args, Clone, Debug)]
+pub struct W8CellArgs {
+    #[arg(long, value_enum)]
+    engine: Kind,
+    #[arg(long, value_enum)]
+    op: Op,
+    #[arg(short = 'n', long)]
+    n: u64,
+    #[arg(long)]
+    dir: PathBuf,
+}
+
+/// Collection is on only while this runs (`--toggle-collect=ferrobench_measure`).
+#[no_mangle]
+#[inline(never)]
+pub fn ferrobench_measure(f: &mut dyn FnMut()) {
+    f();
+}
+
+/// The child, run under callgrind.
+pub fn cell(args: &W8CellArgs) {
+    let keys = KeyBuf::random(args.n, 16, 42);
+    let k = keys.keys();
+    let v = value(100);
+    let cfg = Config {
+        sync: false,
+        data_bytes: args.n * 140,
+        indexes: 0,
+    };
+    let mut e = engines::open(args.engine, &args.dir, cfg);
+    match args.op {
+        Op::Put => ferrobench_measure(&mut || {
+            for chunk in k.chunks(1000) {
+                e.put_batch(chunk, &v, false);
+            }
+        }),
+        Op::Get => {
+            for chunk in k.chunks(1000) {
+                e.put_batch(chunk, &v, false);
+            }
+            let mut found = 0;
+            ferrobench_measure(&mut || found = e.get_all(k));
+            assert_eq!(found, args.n * 100);
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Row {
+    engine: Kind,
+    op: Op,
+    n: u64,
+    instructions: u64,
+    per_op: f64,
+}
+
+/// Total Ir from a callgrind output file ("totals:" or "summary:" line).
+fn total_ir(path: &std::path::Path) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines()
+        .rev()
+        .find_map(|l| {
+            l.strip_prefix("totals:")
+                .or_else(|| l.strip_prefix("summary:"))
+        })
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+}
+
+pub fn run(args: &W8Args) {
+    if Command::new("valgrind")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_err()
+    {
+        eprintln!(
+            "W8 needs valgrind (callgrind), which is not installed here.\n\
+             On Debian/Ubuntu: apt-get install valgrind"
+        );
+        std::process::exit(2);
+    }
+    let engines: Vec<Kind> = if args.engines.is_empty() {
+        Kind::MAIN.to_vec()
+    } else {
+        args.engines.clone()
+    };
+    let exe = std::env::current_exe().expect("own path");
+    let mut rows = Vec::new();
+    for &engine in &engines {
+        for op in [Op::Put, Op::Get] {
+            let dir = tempfile::tempdir().unwrap();
+            let out = dir.path().join("callgrind.out");
+            let data = dir.path().join("db");
+            std::fs::create_dir(&data).unwrap();
+            eprint!("W8 {:<10} {:?} under callgrind ...", engine.short(), op);
+            let status = Command::new("valgrind")
+                .arg("--tool=callgrind")
+                .arg(format!("--callgrind-out-file={}", out.display()))
+                .arg("--collect-atstart=no")
+                .arg("--toggle-collect=ferrobench_measure")
+                .arg(&exe)
+                .arg("w8-cell")
+                .arg("--engine")
+                .arg(engine.short())
+                .arg("--op")
+                .arg(format!("{op:?}").to_lowercase())
+                .arg("-n")
+                .arg(args.n.to_string())
+                .arg("--dir")
+                .arg(&data)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .expect("run valgrind");
+            assert!(status.success(), "callgrind run failed: {status}");
+            let ir = total_ir(&out).expect("no totals in callgrind output");
+            let per_op = ir as f64 / args.n as f64;
+            eprintln!(" {per_op:.0} instructions/op");
+            rows.push(Row {
+                engine,
+                op,
+                n: args.n,
+                instructions: ir,
+                per_op,
+            });
+        }
+    }
+    let machine = crate::machine::Machine::probe(&std::env::temp_dir());
+    let find = |e: Kind, op: Op| rows.iter().find(|r| r.engine == e && r.op == op);
+    let sep = if args.markdown { "|" } else { "" };
+    if args.markdown {
+        println!(
+            "Date: {}. Command: `{}`. {}.\n",
+            machine.date, machine.command, machine.versions
+        );
+        println!("| engine | put instructions/op | get instructions/op |");
+        println!("|---|---:|---:|");
+    } else {
+        for l in machine.lines() {
+            println!("{l}");
+        }
+        println!(
+            "\nW8 instructions per operation under callgrind, N = {} (16-byte random keys, 100-byte values;\n\
+             put: txns of 1000, no sync, commit included; get: one read txn); (x) = engine / LMDB\n",
+            args.n
+        );
+        println!(
+            "{:<10} {:>20} {:>20}",
+            "engine", "put instr/op", "get instr/op"
+        );
+    }
+    for &e in &engines {
+        let cell = |op| {
+            let r = find(e, op).unwrap();
+            match find(Kind::Lmdb, op) {
+                Some(b) => format!("{:.0} ({:.2})", r.per_op, r.per_op / b.per_op),
+                None => format!("{:.0}", r.per_op),
+            }
+        };
+        if args.markdown {
+            println!(
+                "{sep} {} {sep} {} {sep} {} {sep}",
+                e.label(),
+                cell(Op::Put),
+                cell(Op::Get)
+            );
+        } else {
+            println!(
+                "{:<10} {:>20} {:>20}",
+                e.label(),
+                cell(Op::Put),
+                cell(Op::Get)
+            );
+        }
+    }
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&rows).unwrap()).expect("write JSON");
+    }
+}
