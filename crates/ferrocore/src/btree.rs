@@ -41,6 +41,9 @@ pub enum KeyCmp {
     Integer,
     /// An application-supplied comparator.
     Custom(fn(&[u8], &[u8]) -> Ordering),
+    /// An application comparator called with a context word: the C ABI passes the C
+    /// function pointer it wraps.
+    WithContext(fn(usize, &[u8], &[u8]) -> Ordering, usize),
 }
 
 impl KeyCmp {
@@ -52,6 +55,7 @@ impl KeyCmp {
             KeyCmp::Reverse => cmp_reverse(a, b),
             KeyCmp::Integer => cmp_integer(a, b),
             KeyCmp::Custom(f) => f(a, b),
+            KeyCmp::WithContext(f, ctx) => f(ctx, a, b),
         }
     }
 }
@@ -75,6 +79,10 @@ macro_rules! with_order {
             }
             KeyCmp::Custom(custom) => {
                 let $f = custom;
+                $body
+            }
+            KeyCmp::WithContext(call, ctx) => {
+                let $f = move |a: &[u8], b: &[u8]| call(ctx, a, b);
                 $body
             }
         }

@@ -106,6 +106,12 @@ impl Catalog {
         self.by_name.get(name).copied()
     }
 
+    /// True if `name` has no handle and no handle is left for it (LMDB checks this before
+    /// looking the name up: `DbsFull` comes first).
+    pub fn full_for(&self, name: &[u8]) -> bool {
+        self.lookup(name).is_none() && self.by_name.len() >= self.max_dbs
+    }
+
     /// The entry behind a handle.
     pub fn entry(&self, dbi: u32) -> Result<&CatalogEntry> {
         dbi.checked_sub(FIRST_NAMED)

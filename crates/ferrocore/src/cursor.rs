@@ -845,6 +845,85 @@ impl CursorCore {
         Ok((node.key, value))
     }
 
+    /// True if the current key's values are a sub-page or sub-DB (LMDB's `F_DUPDATA`), as
+    /// opposed to a single plain value.
+    pub fn on_dup_data<S: PageSource + ?Sized>(&self, src: &S) -> Result<bool> {
+        if self.pos.state != State::Valid {
+            return Ok(false);
+        }
+        self.on_dupdata(src)
+    }
+
+    /// Remembers where the cursor stands by content (key, and value in a DUPSORT DB), so
+    /// that [`CursorCore::restore_place`] can find the place again after the tree changed
+    /// under the cursor (another cursor of the same write txn wrote). `into` is reused.
+    pub fn save_place<S: PageSource + ?Sized>(&self, src: &S, into: &mut SavedPlace) -> Result<()> {
+        into.key.clear();
+        into.value.clear();
+        into.marks = [
+            self.main_past,
+            self.eof,
+            self.del,
+            self.x_past,
+            self.x_eof,
+            self.x_del,
+        ];
+        into.valid = self.pos.state == State::Valid;
+        if !into.valid || self.main_past {
+            return Ok(());
+        }
+        let (node, leaf) = self.pos.node(src)?;
+        into.key.extend_from_slice(node.key);
+        if let Some(dup) = &self.dup {
+            if !self.x_past {
+                into.value
+                    .extend_from_slice(dup_value(src, dup, &node, leaf)?);
+            }
+        }
+        Ok(())
+    }
+
+    /// Stands where `saved` was taken, in the tree `db` as it is now. Where the item is gone
+    /// (another cursor deleted it), the cursor stands as if it had deleted it itself: on
+    /// what followed, marked deleted, as LMDB's cursor fix-ups leave it.
+    pub fn restore_place<S: PageSource + ?Sized>(
+        &mut self,
+        src: &S,
+        db: DbRecord,
+        saved: &SavedPlace,
+    ) -> Result<()> {
+        self.db = db;
+        let [main_past, eof, del, x_past, x_eof, x_del] = saved.marks;
+        if !saved.valid {
+            self.pos.state = State::Unset;
+            self.dup = None;
+            (self.main_past, self.eof, self.del) = (main_past, eof, del);
+            (self.x_past, self.x_eof, self.x_del) = (x_past, x_eof, x_del);
+            return Ok(());
+        }
+        if main_past {
+            if self.last_inner(src)? {
+                self.main_past = true;
+                self.dup = None;
+                (self.eof, self.del) = (eof, del);
+            }
+            return Ok(());
+        }
+        if !self.seek_inner(src, &saved.key, true)? {
+            return self.reposition_after_delete(src, db, &saved.key, None);
+        }
+        if let Some(dcmp) = self.dcmp {
+            if x_past {
+                self.enter(src, true)?;
+            } else if !self.seek_value(src, dcmp, &saved.value, true)? {
+                return self.reposition_after_delete(src, db, &saved.key, Some(&saved.value));
+            }
+        }
+        (self.main_past, self.eof, self.del) = (false, eof, del);
+        (self.x_past, self.x_eof, self.x_del) = (x_past, x_eof, x_del);
+        Ok(())
+    }
+
     /// `MDB_GET_CURRENT`: ends the "deleted here" marks of both cursors, as in LMDB.
     pub fn current_op(&mut self) {
         self.del = false;
@@ -892,6 +971,16 @@ impl CursorCore {
         }
         Ok(())
     }
+}
+
+/// A cursor's place by content: see [`CursorCore::save_place`].
+#[derive(Clone, Debug, Default)]
+pub struct SavedPlace {
+    valid: bool,
+    key: Vec<u8>,
+    value: Vec<u8>,
+    /// main_past, eof, del, x_past, x_eof, x_del.
+    marks: [bool; 6],
 }
 
 /// Which of LMDB's next/prev variants a move is.

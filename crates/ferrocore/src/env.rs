@@ -70,6 +70,7 @@ pub struct EnvOptions {
     flags: u32,
     long_keys: bool,
     max_dbs: u32,
+    grow_map: bool,
 }
 
 impl Default for EnvOptions {
@@ -81,6 +82,7 @@ impl Default for EnvOptions {
             flags: 0,
             long_keys: false,
             max_dbs: 0,
+            grow_map: true,
         }
     }
 }
@@ -95,6 +97,14 @@ impl EnvOptions {
     /// LMDB. Without it the map grows as needed, up to the disk.
     pub fn map_size(&mut self, bytes: u64) -> &mut Self {
         self.map_size = Some(bytes);
+        self
+    }
+
+    /// Whether the map grows on demand when no map size is set (the default). With `false`
+    /// the map size is the one recorded in the file (LMDB's 1 MiB for a new file) and
+    /// writes past it fail with `MapFull`, exactly as in LMDB; the C ABI opens this way.
+    pub fn grow_map(&mut self, on: bool) -> &mut Self {
+        self.grow_map = on;
         self
     }
 
@@ -391,7 +401,7 @@ impl Env {
             }
         };
         let used = (current.last_pgno + 1) * page_size as u64;
-        let explicit = opts.map_size.is_some();
+        let explicit = opts.map_size.is_some() || !opts.grow_map;
         let map_size = match opts.map_size {
             Some(s) => s.max(used),
             None => current.map_size.max(LMDB_DEFAULT_MAP_SIZE),
@@ -488,19 +498,35 @@ impl Env {
         self.set_order(db, false, cmp)
     }
 
+    /// Sets an application comparator that takes a context word (`key`: the key order, else
+    /// the value order). For bindings: the C ABI passes the C comparator as `ctx`.
+    pub fn set_order_with_context(
+        &self,
+        db: crate::Database,
+        key: bool,
+        cmp: fn(usize, &[u8], &[u8]) -> std::cmp::Ordering,
+        ctx: usize,
+    ) -> Result<()> {
+        self.set_key_cmp(db, key, crate::btree::KeyCmp::WithContext(cmp, ctx))
+    }
+
     fn set_order(
         &self,
         db: crate::Database,
         key: bool,
         cmp: fn(&[u8], &[u8]) -> std::cmp::Ordering,
     ) -> Result<()> {
+        self.set_key_cmp(db, key, crate::btree::KeyCmp::Custom(cmp))
+    }
+
+    fn set_key_cmp(&self, db: crate::Database, key: bool, cmp: crate::btree::KeyCmp) -> Result<()> {
         let main_flags = self.inner.latest_meta()?.main_db.flags;
         let mut catalog = self
             .inner
             .catalog
             .write()
             .map_err(|_| Error::Panic("catalog lock poisoned"))?;
-        catalog.set_order(db.dbi(), main_flags, key, crate::btree::KeyCmp::Custom(cmp))?;
+        catalog.set_order(db.dbi(), main_flags, key, cmp)?;
         self.inner.orders_generation.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
@@ -515,6 +541,23 @@ impl Env {
             .close(db.dbi())?;
         self.inner.orders_generation.fetch_add(1, Ordering::AcqRel);
         Ok(())
+    }
+
+    /// Writes the latest snapshot as a complete data file to `out` (`mdb_env_copyfd`). Readers
+    /// and the writer go on meanwhile; the copy holds a read txn while it runs.
+    pub fn copy_to(&self, out: &mut dyn std::io::Write) -> Result<()> {
+        self.begin_read()?.copy_to(out)
+    }
+
+    /// Marks the environment failed: every later txn gets `Panic` until it is reopened
+    /// (the C ABI does this when a panic is caught at its boundary).
+    pub fn mark_failed(&self) {
+        self.inner.failed.store(true, Ordering::Release);
+    }
+
+    /// The data file's descriptor (`mdb_env_get_fd`).
+    pub fn data_fd(&self) -> std::os::unix::io::RawFd {
+        std::os::unix::io::AsRawFd::as_raw_fd(&self.inner.data)
     }
 
     /// Flushes the data file to disk (needed after commits under `NO_SYNC`).

@@ -33,6 +33,7 @@ pub mod btree;
 pub mod catalog;
 pub mod check;
 pub mod cursor;
+pub mod detached;
 pub mod dupsort;
 #[allow(unsafe_code)]
 pub mod env;
@@ -48,10 +49,12 @@ pub mod seqcache;
 pub mod store;
 pub mod txn;
 
+pub use detached::{CursorOp, DetachedCursor, TxnRef};
 pub use env::{env_flags, long_key_max, Env, EnvInfo, EnvOptions, Stat};
 pub use error::{Error, Result};
 pub use txn::{
-    put_flags, Cursor, Database, InactiveReadTxn, Item, NestedTxn, ReadTxn, WriteCursor, WriteTxn,
+    put_flags, Cursor, Database, InactiveReadTxn, Item, NestedLevel, NestedTxn, ReadTxn,
+    WriteCursor, WriteTxn,
 };
 
 /// Database flags, with LMDB's values (stored in the DB record's `md_flags`).

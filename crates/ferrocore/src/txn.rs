@@ -51,7 +51,7 @@ impl Database {
 pub mod put_flags {
     /// Fail with `KeyExist` if the key exists.
     pub const NO_OVERWRITE: u32 = 0x10;
-    /// DUPSORT: fail if the key/value pair exists (not yet supported: no DUPSORT).
+    /// DUPSORT: fail with `KeyExist` if the key/value pair exists.
     pub const NO_DUP_DATA: u32 = 0x20;
     /// Replace the item at the cursor (cursor put only).
     pub const CURRENT: u32 = 0x40;
@@ -59,9 +59,9 @@ pub mod put_flags {
     pub const RESERVE: u32 = 0x10000;
     /// The key sorts after every key in the DB; `KeyExist` otherwise. Builds full pages.
     pub const APPEND: u32 = 0x20000;
-    /// DUPSORT append (not yet supported).
+    /// DUPSORT: the value sorts after every value of the key; `KeyExist` otherwise.
     pub const APPEND_DUP: u32 = 0x40000;
-    /// DUPFIXED multiple values (not yet supported).
+    /// DUPFIXED: store several values of one size at once (cursor `put_multiple`).
     pub const MULTIPLE: u32 = 0x80000;
 }
 
@@ -107,6 +107,19 @@ fn catalog_entry(env: &EnvInner, db: Database) -> Result<(Vec<u8>, u16, Orders)>
         .map_err(|_| Error::Panic("catalog lock poisoned"))?;
     let e = catalog.entry(db.0)?;
     Ok((e.name.clone(), e.flags, e.orders))
+}
+
+/// `DbsFull` if `name` has no handle and none is left: LMDB's first check in
+/// `mdb_dbi_open`, before the name is looked up.
+fn check_room(env: &EnvInner, name: &[u8]) -> Result<()> {
+    let catalog = env
+        .catalog
+        .read()
+        .map_err(|_| Error::Panic("catalog lock poisoned"))?;
+    if catalog.full_for(name) {
+        return Err(Error::DbsFull);
+    }
+    Ok(())
 }
 
 /// Reads the record of named DB `name` from the main DB `main`, if it exists.
@@ -275,7 +288,7 @@ impl<'env> ReadTxn<'env> {
         })
     }
 
-    fn tree(&self, db: Database) -> Result<(DbRecord, Orders)> {
+    pub(crate) fn tree(&self, db: Database) -> Result<(DbRecord, Orders)> {
         match db {
             Database::MAIN => Ok((
                 self.meta.main_db,
@@ -346,6 +359,7 @@ impl<'env> ReadTxn<'env> {
         let Some(name) = name else {
             return Ok(Database::MAIN);
         };
+        check_room(self.env, name.as_bytes())?;
         let record = named_record(&self.pages, &self.meta.main_db, name.as_bytes(), 0)?
             .ok_or(Error::NotFound)?;
         let dbi = self
@@ -360,6 +374,11 @@ impl<'env> ReadTxn<'env> {
     /// The id of the snapshot (the txn that committed it).
     pub fn id(&self) -> u64 {
         self.meta.txnid
+    }
+
+    /// The snapshot's pages, for cursors.
+    pub(crate) fn source(&self) -> Source<'_> {
+        Source::Snapshot(&self.pages)
     }
 
     /// The value of `key`, borrowed from the map for as long as the txn lives.
@@ -383,6 +402,39 @@ impl<'env> ReadTxn<'env> {
     /// Statistics of `db` in this snapshot.
     pub fn db_stat(&self, db: Database) -> Result<Stat> {
         Ok(stat_of(&self.tree(db)?.0, self.env.page_size))
+    }
+
+    /// The flags of `db` (`db_flags`, as `mdb_dbi_flags` reports them).
+    pub fn db_flags(&self, db: Database) -> Result<u16> {
+        Ok(self.tree(db)?.0.flags)
+    }
+
+    /// The key and value orders of `db` (for `mdb_cmp`/`mdb_dcmp`).
+    pub fn orders(&self, db: Database) -> Result<Orders> {
+        Ok(self.tree(db)?.1)
+    }
+
+    /// Writes this snapshot as a complete data file to `out`: both meta pages describe the
+    /// snapshot, then every page up to its last one, as the map holds them (`mdb_env_copy`
+    /// without compaction).
+    pub fn copy_to(&self, out: &mut dyn std::io::Write) -> Result<()> {
+        let ps = self.env.page_size;
+        let mut metas = vec![0u8; 2 * ps];
+        let mut buf = [0u8; META_WRITE_SIZE];
+        for which in 0..2u64 {
+            self.meta.encode(which, &mut buf);
+            let at = which as usize * ps;
+            metas[at..at + META_WRITE_SIZE].copy_from_slice(&buf);
+        }
+        out.write_all(&metas)?;
+        const CHUNK: u64 = 256;
+        let mut pgno = 2;
+        while pgno <= self.meta.last_pgno {
+            let count = CHUNK.min(self.meta.last_pgno + 1 - pgno);
+            out.write_all(self.pages.pages(pgno, count as usize)?)?;
+            pgno += count;
+        }
+        Ok(())
     }
 
     /// The snapshot's meta (last page, txnid, roots).
@@ -449,7 +501,7 @@ pub struct Cursor<'t> {
 /// The pages a read cursor walks: a snapshot, or the write txn's view. Both stay
 /// unchanged for `'t` (the write txn is borrowed shared), so pages live for `'t`.
 #[derive(Clone, Copy)]
-enum Source<'t> {
+pub(crate) enum Source<'t> {
     Snapshot(&'t SnapshotPages<'t>),
     Write(&'t DirtyPages<'t>),
 }
@@ -465,7 +517,7 @@ impl<'t> Source<'t> {
     }
 
     /// Runs `f` with the pages as a source whose slices live for `'t`.
-    fn with<R: 't>(self, f: impl FnOnce(&'t dyn PageSource) -> R) -> R {
+    pub(crate) fn with<R: 't>(self, f: impl FnOnce(&'t dyn PageSource) -> R) -> R {
         match self {
             Source::Snapshot(s) => f(s),
             Source::Write(w) => f(w),
@@ -679,6 +731,9 @@ pub struct WriteTxn<'env> {
     pages: DirtyPages<'env>,
     /// An operation failed part way: the txn can only be aborted.
     failed: bool,
+    /// Bumped by every change (put, delete, drop, nested abort): detached cursors compare it
+    /// with the count they last saw to know whether the tree moved under them.
+    changes: u64,
     // Released after Drop::drop has released the cross-process lock.
     _guard: MutexGuard<'env, ()>,
 }
@@ -731,6 +786,7 @@ impl<'env> WriteTxn<'env> {
             main_dropped: false,
             pages,
             failed: false,
+            changes: 0,
             _guard: guard,
         })
     }
@@ -740,6 +796,21 @@ impl<'env> WriteTxn<'env> {
         self.txnid
     }
 
+    /// The txn's pages, for cursors.
+    pub(crate) fn source(&self) -> Source<'_> {
+        Source::Write(&self.pages)
+    }
+
+    /// True if an operation failed part way (the txn can only be aborted).
+    pub fn has_failed(&self) -> bool {
+        self.failed
+    }
+
+    /// A count that changes whenever this txn changes a tree (see [`crate::DetachedCursor`]).
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
     fn check_usable(&self) -> Result<()> {
         if self.failed {
             return Err(Error::BadTxn);
@@ -747,7 +818,7 @@ impl<'env> WriteTxn<'env> {
         Ok(())
     }
 
-    fn tree(&self, db: Database) -> Result<(DbRecord, Orders)> {
+    pub(crate) fn tree(&self, db: Database) -> Result<(DbRecord, Orders)> {
         match db {
             Database::MAIN => Ok((self.main_db, main_orders(self.env, &self.main_db)?)),
             Database::FREE => Ok((self.free_db, FREE_ORDERS)),
@@ -804,6 +875,9 @@ impl<'env> WriteTxn<'env> {
     pub fn open_db(&mut self, name: Option<&str>, flags: u32) -> Result<Database> {
         self.check_usable()?;
         let Some(name) = name else {
+            // As LMDB: flags given for the main DB are added to its record.
+            let f = check_db_flags(flags)?;
+            self.main_db.flags |= f;
             return Ok(Database::MAIN);
         };
         let create = flags & crate::db_flags::CREATE != 0;
@@ -816,6 +890,7 @@ impl<'env> WriteTxn<'env> {
                 max: self.env.max_key_size,
             });
         }
+        check_room(self.env, name)?;
         let existing = named_record(&self.pages, &self.main_db, name, db_flags)?;
         let dbi = match existing {
             Some(record) => {
@@ -867,6 +942,7 @@ impl<'env> WriteTxn<'env> {
 
     /// Records a failure that may have left the txn's pages half changed.
     fn note<T>(&mut self, r: Result<T>) -> Result<T> {
+        self.changes = self.changes.wrapping_add(1);
         if let Err(e) = &r {
             if !matches!(
                 e,
@@ -914,7 +990,7 @@ impl<'env> WriteTxn<'env> {
             | put_flags::NO_DUP_DATA;
         if flags & put_flags::MULTIPLE != 0 {
             return Err(Error::InvalidArgument(
-                "MULTIPLE needs a DUPFIXED database, which is not supported yet",
+                "MULTIPLE is a cursor put flag (WriteCursor::put_multiple)",
             ));
         }
         if flags & (put_flags::CURRENT | put_flags::RESERVE) != 0 {
@@ -997,6 +1073,17 @@ impl<'env> WriteTxn<'env> {
         }
         let zeros = vec![0u8; len];
         self.put_inner(db, key, &zeros, flags)?;
+        self.value_slot_mut(db, key, len)
+    }
+
+    /// The `len` bytes of the value stored under `key` (just stored by this txn, so on a
+    /// dirty page), to be written in place.
+    pub(crate) fn value_slot_mut(
+        &mut self,
+        db: Database,
+        key: &[u8],
+        len: usize,
+    ) -> Result<&mut [u8]> {
         let (record, orders) = self.tree(db)?;
         let mut path = btree::Path::default();
         let (idx, exact) = btree::search(&self.pages, &record, orders.key, key, &mut path)?;
@@ -1110,6 +1197,16 @@ impl<'env> WriteTxn<'env> {
     /// Statistics of `db` as this txn sees it.
     pub fn db_stat(&self, db: Database) -> Result<Stat> {
         Ok(stat_of(&self.tree(db)?.0, self.env.page_size))
+    }
+
+    /// The flags of `db` (`db_flags`, as `mdb_dbi_flags` reports them).
+    pub fn db_flags(&self, db: Database) -> Result<u16> {
+        Ok(self.tree(db)?.0.flags)
+    }
+
+    /// The key and value orders of `db` (for `mdb_cmp`/`mdb_dcmp`).
+    pub fn orders(&self, db: Database) -> Result<Orders> {
+        Ok(self.tree(db)?.1)
     }
 
     /// Statistics of the main database as this txn sees it.
@@ -1275,12 +1372,14 @@ impl Drop for WriteTxn<'_> {
 /// including nesting further; the parent cannot be used while it is open (it is borrowed).
 pub struct NestedTxn<'p, 'env> {
     txn: &'p mut WriteTxn<'env>,
-    parent: ParentState,
-    done: bool,
+    level: Option<NestedLevel>,
 }
 
-/// The parts of a write txn's state a nested txn may change, as the parent left them.
-struct ParentState {
+/// One level of nesting, as [`WriteTxn::begin_nested_level`] opened it: the parts of the
+/// write txn's state the nested txn may change, as the parent left them. Handle-based
+/// bindings (the C ABI) keep it instead of a [`NestedTxn`], which borrows the parent.
+#[must_use = "a nested level must be committed or aborted"]
+pub struct NestedLevel {
     free_db: DbRecord,
     main_db: DbRecord,
     named: HashMap<u32, NamedDb>,
@@ -1292,21 +1391,50 @@ struct ParentState {
 impl<'env> WriteTxn<'env> {
     /// Begins a nested txn (`mdb_txn_begin` with this txn as parent).
     pub fn begin_nested(&mut self) -> Result<NestedTxn<'_, 'env>> {
+        let level = self.begin_nested_level()?;
+        Ok(NestedTxn {
+            txn: self,
+            level: Some(level),
+        })
+    }
+
+    /// Begins a nested level without borrowing: from here until the level is given back to
+    /// [`WriteTxn::commit_nested_level`] or [`WriteTxn::abort_nested_level`], changes belong
+    /// to it. Levels must be ended in the reverse order of their beginning.
+    pub fn begin_nested_level(&mut self) -> Result<NestedLevel> {
         self.check_usable()?;
         self.pages.begin_nested();
-        let parent = ParentState {
+        Ok(NestedLevel {
             free_db: self.free_db,
             main_db: self.main_db,
             named: self.named.clone(),
             deleted_named: self.deleted_named.clone(),
             main_dropped: self.main_dropped,
             failed: self.failed,
-        };
-        Ok(NestedTxn {
-            txn: self,
-            parent,
-            done: false,
         })
+    }
+
+    /// Makes the innermost level's changes part of the level below. A level that failed is
+    /// aborted instead, and `BadTxn` returned.
+    pub fn commit_nested_level(&mut self, level: NestedLevel) -> Result<()> {
+        if self.failed {
+            self.abort_nested_level(level);
+            return Err(Error::BadTxn);
+        }
+        self.pages.commit_nested();
+        Ok(())
+    }
+
+    /// Discards the innermost level's changes.
+    pub fn abort_nested_level(&mut self, level: NestedLevel) {
+        self.pages.abort_nested();
+        self.free_db = level.free_db;
+        self.main_db = level.main_db;
+        self.named = level.named;
+        self.deleted_named = level.deleted_named;
+        self.main_dropped = level.main_dropped;
+        self.failed = level.failed;
+        self.changes = self.changes.wrapping_add(1);
     }
 }
 
@@ -1314,43 +1442,12 @@ impl NestedTxn<'_, '_> {
     /// Makes the nested txn's changes part of its parent. A nested txn that failed is
     /// aborted instead, and `BadTxn` returned.
     pub fn commit(mut self) -> Result<()> {
-        if self.txn.failed {
-            self.rollback();
-            return Err(Error::BadTxn);
-        }
-        self.txn.pages.commit_nested();
-        self.done = true;
-        Ok(())
+        let level = self.level.take().expect("a nested txn ends once");
+        self.txn.commit_nested_level(level)
     }
 
     /// Discards the nested txn's changes.
-    pub fn abort(mut self) {
-        self.rollback();
-    }
-
-    fn rollback(&mut self) {
-        if std::mem::replace(&mut self.done, true) {
-            return;
-        }
-        self.txn.pages.abort_nested();
-        let parent = std::mem::replace(
-            &mut self.parent,
-            ParentState {
-                free_db: DbRecord::empty(0),
-                main_db: DbRecord::empty(0),
-                named: HashMap::new(),
-                deleted_named: Vec::new(),
-                main_dropped: false,
-                failed: false,
-            },
-        );
-        self.txn.free_db = parent.free_db;
-        self.txn.main_db = parent.main_db;
-        self.txn.named = parent.named;
-        self.txn.deleted_named = parent.deleted_named;
-        self.txn.main_dropped = parent.main_dropped;
-        self.txn.failed = parent.failed;
-    }
+    pub fn abort(self) {}
 }
 
 impl<'env> std::ops::Deref for NestedTxn<'_, 'env> {
@@ -1369,7 +1466,9 @@ impl<'env> std::ops::DerefMut for NestedTxn<'_, 'env> {
 
 impl Drop for NestedTxn<'_, '_> {
     fn drop(&mut self) {
-        self.rollback();
+        if let Some(level) = self.level.take() {
+            self.txn.abort_nested_level(level);
+        }
     }
 }
 
@@ -1378,6 +1477,34 @@ pub struct WriteCursor<'t, 'env> {
     txn: &'t mut WriteTxn<'env>,
     db: Database,
     core: CursorCore,
+}
+
+impl<'t, 'env> WriteCursor<'t, 'env> {
+    /// A write cursor standing where `core` stands (a detached cursor lending its state).
+    pub(crate) fn with_core(txn: &'t mut WriteTxn<'env>, db: Database, core: CursorCore) -> Self {
+        WriteCursor { txn, db, core }
+    }
+
+    /// True if the DB has sorted duplicates.
+    pub fn is_dupsort(&self) -> bool {
+        self.core.dcmp.is_some()
+    }
+
+    /// Gives the cursor state back (to the detached cursor that lent it).
+    pub(crate) fn into_core(self) -> CursorCore {
+        self.core
+    }
+
+    /// Stores a value of `len` bytes under `key`, leaves the cursor on it and returns the
+    /// value to be filled in place (`MDB_RESERVE` through a cursor).
+    pub fn put_reserve(&mut self, key: &[u8], len: usize, flags: u32) -> Result<&mut [u8]> {
+        if self.core.dcmp.is_some() {
+            return Err(Error::Incompatible);
+        }
+        let zeros = vec![0u8; len];
+        self.put(key, &zeros, flags)?;
+        self.txn.value_slot_mut(self.db, key, len)
+    }
 }
 
 /// Generates the movement methods of [`WriteCursor`], each a [`CursorCore`] move followed

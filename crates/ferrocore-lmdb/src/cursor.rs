@@ -1,0 +1,277 @@
+//! `mdb_cursor_*`: cursors over read txns (closed by the program, renewable) and over write
+//! txns (any number per txn, freed with it, kept on their items while others write).
+
+use std::os::raw::{c_int, c_uint, c_void};
+
+use ferrocore::{put_flags, CursorOp, Database, DetachedCursor, Error};
+
+use crate::dbi::{dbi_rc, env_of};
+use crate::txn::{access, open_detached, Access, MDB_txn};
+use crate::types::codes::*;
+use crate::types::*;
+use crate::{guard, guard_void, set_val, val_slice, ToRc};
+
+/// A cursor handle (`MDB_cursor`).
+pub struct MDB_cursor {
+    pub(crate) txn: *mut MDB_txn,
+    pub(crate) cursor: DetachedCursor,
+    /// The cursor's state before each nested txn it is lent to; restored if that txn aborts.
+    pub(crate) backups: Vec<DetachedCursor>,
+    /// Owned by a write txn (freed when the txn ends).
+    tracked: bool,
+}
+
+/// Frees a cursor owned by a write txn that is ending.
+///
+/// # Safety
+/// `c` is a live cursor handle that nothing uses any more.
+pub(crate) unsafe fn free_cursor(c: *mut MDB_cursor) {
+    drop(Box::from_raw(c));
+}
+
+/// Opens a cursor (`mdb_cursor_open`).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_open(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    cursor: *mut *mut MDB_cursor,
+) -> c_int {
+    guard(env_of(txn), || {
+        let out = cursor.as_mut().ok_or(libc::EINVAL)?;
+        let t = txn.as_mut().ok_or(libc::EINVAL)?;
+        let detached = match open_detached(txn, Database::from_dbi(dbi)) {
+            Err(code) if code == MDB_BAD_DBI => return Err(libc::EINVAL),
+            other => other?,
+        };
+        let tracked = !t.is_read_only();
+        let handle = Box::into_raw(Box::new(MDB_cursor {
+            txn,
+            cursor: detached,
+            backups: Vec::new(),
+            tracked,
+        }));
+        if tracked {
+            t.cursors.push(handle);
+        }
+        *out = handle;
+        Ok(())
+    })
+}
+
+/// Closes a cursor (`mdb_cursor_close`). A cursor of a parent txn lent to a nested txn is
+/// closed when its own txn ends, as in LMDB.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_close(cursor: *mut MDB_cursor) {
+    let Some(c) = cursor.as_mut() else { return };
+    guard_void(env_of(c.txn), || {
+        if !c.backups.is_empty() {
+            return;
+        }
+        if c.tracked {
+            // SAFETY: a write txn's cursor belongs to a live txn (it is freed with it).
+            let t = &mut *c.txn;
+            t.cursors.retain(|&p| p != cursor);
+        }
+        drop(Box::from_raw(cursor));
+    })
+}
+
+/// Binds a read txn's cursor to another (or renewed) read txn (`mdb_cursor_renew`).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_renew(txn: *mut MDB_txn, cursor: *mut MDB_cursor) -> c_int {
+    guard(env_of(txn), || {
+        let c = cursor.as_mut().ok_or(libc::EINVAL)?;
+        let t = txn.as_ref().ok_or(libc::EINVAL)?;
+        if c.tracked || !t.is_read_only() {
+            return Err(libc::EINVAL);
+        }
+        let a = access(txn)?;
+        c.cursor.renew(a.as_ref()).rc()?;
+        c.txn = txn;
+        Ok(())
+    })
+}
+
+/// The cursor's txn (`mdb_cursor_txn`).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_txn(cursor: *mut MDB_cursor) -> *mut MDB_txn {
+    cursor.as_ref().map_or(std::ptr::null_mut(), |c| c.txn)
+}
+
+/// The cursor's database (`mdb_cursor_dbi`).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_dbi(cursor: *mut MDB_cursor) -> MDB_dbi {
+    cursor.as_ref().map_or(0, |c| c.cursor.db().dbi())
+}
+
+/// Which of the caller's `MDB_val`s an op fills, as LMDB's `mdb_cursor_get` does.
+fn writes_key(op: CursorOp) -> bool {
+    use CursorOp::*;
+    !matches!(
+        op,
+        Set | GetBoth | GetBothRange | GetMultiple | FirstDup | LastDup
+    )
+}
+
+/// Moves the cursor (`mdb_cursor_get`).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_get(
+    cursor: *mut MDB_cursor,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+    op: c_uint,
+) -> c_int {
+    let Some(c) = cursor.as_mut() else {
+        return libc::EINVAL;
+    };
+    guard(env_of(c.txn), || {
+        use CursorOp::*;
+        let op = CursorOp::from_raw(op).ok_or(libc::EINVAL)?;
+        let (k, v) = match op {
+            Set | SetKey | SetRange => {
+                let k = val_slice(key).ok_or(libc::EINVAL)?;
+                if k.is_empty() {
+                    return Err(MDB_BAD_VALSIZE);
+                }
+                (Some(k), None)
+            }
+            GetBoth | GetBothRange => {
+                let k = val_slice(key).ok_or(libc::EINVAL)?;
+                let v = val_slice(data).ok_or(libc::EINVAL)?;
+                if k.is_empty() {
+                    return Err(MDB_BAD_VALSIZE);
+                }
+                (Some(k), Some(v))
+            }
+            FirstDup | LastDup | GetMultiple | NextMultiple | PrevMultiple if data.is_null() => {
+                return Err(libc::EINVAL)
+            }
+            _ => (None, None),
+        };
+        let a = access(c.txn)?;
+        let txn = a.as_ref();
+        let found = dbi_rc(c.cursor.get(txn, op, k, v))?;
+        let (fk, fv) = found.ok_or(MDB_NOTFOUND)?;
+        let key_too = writes_key(op)
+            || (matches!(op, FirstDup | LastDup) && !c.cursor.on_dup_data(txn).rc()?);
+        if key_too {
+            set_val(key, fk);
+        }
+        set_val(data, fv);
+        Ok(())
+    })
+}
+
+/// The flags `mdb_cursor_put` accepts.
+const CURSOR_PUT_FLAGS: u32 = put_flags::NO_OVERWRITE
+    | put_flags::NO_DUP_DATA
+    | put_flags::CURRENT
+    | put_flags::RESERVE
+    | put_flags::APPEND
+    | put_flags::APPEND_DUP
+    | put_flags::MULTIPLE;
+
+/// Stores through the cursor and leaves it on the item (`mdb_cursor_put`). With
+/// `MDB_MULTIPLE`, `data` is an array of two `MDB_val`s: the values' size and address, and
+/// their count (set to the number stored on return).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_put(
+    cursor: *mut MDB_cursor,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+    flags: c_uint,
+) -> c_int {
+    let Some(c) = cursor.as_mut() else {
+        return libc::EINVAL;
+    };
+    guard(env_of(c.txn), || {
+        let k = val_slice(key).ok_or(libc::EINVAL)?;
+        let data_val = data.as_mut().ok_or(libc::EINVAL)?;
+        if flags & !CURSOR_PUT_FLAGS != 0 {
+            return Err(libc::EINVAL);
+        }
+        let w = match access(c.txn)? {
+            Access::Write(w) => w,
+            Access::Read(_) => return Err(libc::EACCES),
+        };
+        let r: ferrocore::Result<()> = if flags & put_flags::MULTIPLE != 0 {
+            // SAFETY: with MDB_MULTIPLE the caller passes two MDB_vals.
+            let count_val = &mut *data.add(1);
+            let size = data_val.mv_size;
+            let total = size.checked_mul(count_val.mv_size).ok_or(libc::EINVAL)?;
+            let values = if total == 0 {
+                &[][..]
+            } else {
+                std::slice::from_raw_parts(data_val.mv_data as *const u8, total)
+            };
+            let flags = flags & !put_flags::MULTIPLE;
+            match c.cursor.put_multiple(w, k, values, size, flags) {
+                Ok(n) => {
+                    count_val.mv_size = n;
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            }
+        } else if flags & put_flags::RESERVE != 0 {
+            match c
+                .cursor
+                .put_reserve(w, k, data_val.mv_size, flags & !put_flags::RESERVE)
+            {
+                Ok(slot) => {
+                    data_val.mv_data = slot.as_mut_ptr() as *mut c_void;
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            }
+        } else {
+            let v = val_slice(data).ok_or(libc::EINVAL)?;
+            c.cursor.put(w, k, v, flags)
+        };
+        match r {
+            Err(Error::KeyExist) if flags & put_flags::NO_OVERWRITE != 0 => {
+                if let Ok(Some(existing)) = w.get(c.cursor.db(), k) {
+                    set_val(data, existing);
+                }
+                Err(MDB_KEYEXIST)
+            }
+            other => dbi_rc(other),
+        }
+    })
+}
+
+/// Deletes the item at the cursor (`mdb_cursor_del`); with `MDB_NODUPDATA` every value of
+/// its key.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_del(cursor: *mut MDB_cursor, flags: c_uint) -> c_int {
+    let Some(c) = cursor.as_mut() else {
+        return libc::EINVAL;
+    };
+    guard(env_of(c.txn), || {
+        let w = match access(c.txn)? {
+            Access::Write(w) => w,
+            Access::Read(_) => return Err(libc::EACCES),
+        };
+        if !c.cursor.is_positioned() {
+            return Err(libc::EINVAL);
+        }
+        dbi_rc(c.cursor.delete(w, flags & put_flags::NO_DUP_DATA))
+    })
+}
+
+/// The number of values of the cursor's key (`mdb_cursor_count`); `MDB_INCOMPATIBLE`
+/// without DUPSORT, as in LMDB.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_count(cursor: *mut MDB_cursor, countp: *mut usize) -> c_int {
+    let Some(c) = cursor.as_mut() else {
+        return libc::EINVAL;
+    };
+    guard(env_of(c.txn), || {
+        let out = countp.as_mut().ok_or(libc::EINVAL)?;
+        let a = access(c.txn)?;
+        if !c.cursor.is_positioned() && c.cursor.is_dupsort() {
+            return Err(libc::EINVAL);
+        }
+        *out = c.cursor.count(a.as_ref()).rc()? as usize;
+        Ok(())
+    })
+}

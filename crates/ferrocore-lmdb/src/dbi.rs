@@ -1,0 +1,338 @@
+//! Databases (`mdb_dbi_*`, `mdb_drop`, comparators, `mdb_stat`) and the plain
+//! `mdb_get`/`mdb_put`/`mdb_del`.
+
+use std::cmp::Ordering;
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_int, c_uint, c_void};
+
+use ferrocore::{db_flags, put_flags, Database, Error};
+
+use crate::env::{env_ref, write_stat, MDB_env};
+use crate::txn::{access, write_access, Access, MDB_txn};
+use crate::types::codes::*;
+use crate::types::*;
+use crate::{guard, guard_void, set_val, val_slice, Rc, ToRc};
+
+/// The environment of `txn`, for `guard` (null if `txn` is).
+pub(crate) unsafe fn env_of(txn: *mut MDB_txn) -> *mut MDB_env {
+    txn.as_ref().map_or(std::ptr::null_mut(), |t| t.env)
+}
+
+/// Converts a ferrocore error for a call taking a dbi: a handle that is not (or no longer)
+/// valid in the txn is `EINVAL`, as LMDB's `TXN_DBI_EXIST` check returns.
+pub(crate) fn dbi_rc<T>(r: ferrocore::Result<T>) -> Rc<T> {
+    match r {
+        Err(Error::BadDbi) => Err(libc::EINVAL),
+        other => other.rc(),
+    }
+}
+
+/// Opens (or with `MDB_CREATE` creates) a database (`mdb_dbi_open`); NULL `name` is the
+/// main DB.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_dbi_open(
+    txn: *mut MDB_txn,
+    name: *const c_char,
+    flags: c_uint,
+    dbi: *mut MDB_dbi,
+) -> c_int {
+    guard(env_of(txn), || {
+        let out = dbi.as_mut().ok_or(libc::EINVAL)?;
+        let name = match name.as_ref() {
+            None => None,
+            // ferrocore names are UTF-8; other names are refused rather than mangled.
+            Some(_) => Some(CStr::from_ptr(name).to_str().map_err(|_| libc::EINVAL)?),
+        };
+        let db = match access(txn)? {
+            Access::Write(w) => w.open_db(name, flags).rc()?,
+            Access::Read(r) => match r.open_db(name) {
+                Err(Error::NotFound) if flags & db_flags::CREATE != 0 => return Err(libc::EACCES),
+                other => other.rc()?,
+            },
+        };
+        *out = db.dbi();
+        Ok(())
+    })
+}
+
+/// Statistics of a database (`mdb_stat`).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_stat(txn: *mut MDB_txn, dbi: MDB_dbi, stat: *mut MDB_stat) -> c_int {
+    guard(env_of(txn), || {
+        let db = Database::from_dbi(dbi);
+        let s = match access(txn)? {
+            Access::Write(w) => dbi_rc(w.db_stat(db))?,
+            Access::Read(r) => dbi_rc(r.db_stat(db))?,
+        };
+        write_stat(stat, &s)
+    })
+}
+
+/// A database's flags (`mdb_dbi_flags`).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_dbi_flags(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    flags: *mut c_uint,
+) -> c_int {
+    guard(env_of(txn), || {
+        let out = flags.as_mut().ok_or(libc::EINVAL)?;
+        let db = Database::from_dbi(dbi);
+        *out = match access(txn)? {
+            Access::Write(w) => dbi_rc(w.db_flags(db))?,
+            Access::Read(r) => dbi_rc(r.db_flags(db))?,
+        } as c_uint;
+        Ok(())
+    })
+}
+
+/// Closes a database handle (`mdb_dbi_close`).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_dbi_close(env: *mut MDB_env, dbi: MDB_dbi) {
+    guard_void(env, || {
+        if let Ok(open) = env_ref(env).and_then(|e| e.open_env()) {
+            let _ = open.close_db(Database::from_dbi(dbi));
+        }
+    })
+}
+
+/// Empties a database, or with `del` = 1 deletes it and closes its handle (`mdb_drop`).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_drop(txn: *mut MDB_txn, dbi: MDB_dbi, del: c_int) -> c_int {
+    guard(env_of(txn), || {
+        if !(0..=1).contains(&del) {
+            return Err(libc::EINVAL);
+        }
+        let w = write_access(txn)?;
+        dbi_rc(w.drop_db(Database::from_dbi(dbi), del == 1))
+    })
+}
+
+/// Calls the C comparator whose address is `ctx` on two byte strings.
+fn call_c_comparator(ctx: usize, a: &[u8], b: &[u8]) -> Ordering {
+    // SAFETY: `ctx` was made from a non-null `MDB_cmp_func` in `set_order` below, and
+    // function pointers and usize have the same size.
+    let cmp: MDB_cmp_func = unsafe { std::mem::transmute::<usize, MDB_cmp_func>(ctx) };
+    let va = MDB_val {
+        mv_size: a.len(),
+        mv_data: a.as_ptr() as *mut c_void,
+    };
+    let vb = MDB_val {
+        mv_size: b.len(),
+        mv_data: b.as_ptr() as *mut c_void,
+    };
+    // SAFETY: the comparator gets two valid MDB_vals for the duration of the call.
+    unsafe { cmp(&va, &vb) }.cmp(&0)
+}
+
+unsafe fn set_order(txn: *mut MDB_txn, dbi: MDB_dbi, cmp: Option<MDB_cmp_func>, key: bool) -> Rc {
+    let t = txn.as_ref().ok_or(libc::EINVAL)?;
+    let cmp = cmp.ok_or(libc::EINVAL)?;
+    let open = t.env().open_env()?;
+    match open.set_order_with_context(
+        Database::from_dbi(dbi),
+        key,
+        call_c_comparator,
+        cmp as usize,
+    ) {
+        // LMDB stores a value comparator on any DB and uses it only with DUPSORT.
+        Err(Error::Incompatible) if !key => Ok(()),
+        other => dbi_rc(other),
+    }
+}
+
+/// Sets a key comparator (`mdb_set_compare`).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_set_compare(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    cmp: Option<MDB_cmp_func>,
+) -> c_int {
+    guard(env_of(txn), || set_order(txn, dbi, cmp, true))
+}
+
+/// Sets a value comparator for a DUPSORT DB (`mdb_set_dupsort`).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_set_dupsort(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    cmp: Option<MDB_cmp_func>,
+) -> c_int {
+    guard(env_of(txn), || set_order(txn, dbi, cmp, false))
+}
+
+/// Checks that `dbi` is usable in `txn` (for the calls that only record something).
+unsafe fn check_dbi(txn: *mut MDB_txn, dbi: MDB_dbi) -> Rc {
+    let db = Database::from_dbi(dbi);
+    match access(txn)? {
+        Access::Write(w) => dbi_rc(w.db_flags(db)).map(|_| ()),
+        Access::Read(r) => dbi_rc(r.db_flags(db)).map(|_| ()),
+    }
+}
+
+/// Accepts a relocation function (`mdb_set_relfunc`); like LMDB 0.9, ferrocore never calls it.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_set_relfunc(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    _rel: Option<MDB_rel_func>,
+) -> c_int {
+    guard(env_of(txn), || check_dbi(txn, dbi))
+}
+
+/// Accepts a relocation context (`mdb_set_relctx`); never used, as in LMDB 0.9.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_set_relctx(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    _ctx: *mut c_void,
+) -> c_int {
+    guard(env_of(txn), || check_dbi(txn, dbi))
+}
+
+/// The value of a key (`mdb_get`); for a DUPSORT DB its first value.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_get(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+) -> c_int {
+    guard(env_of(txn), || {
+        let k = val_slice(key).ok_or(libc::EINVAL)?;
+        if data.is_null() {
+            return Err(libc::EINVAL);
+        }
+        let db = Database::from_dbi(dbi);
+        let found = match access(txn)? {
+            Access::Write(w) => dbi_rc(w.get(db, k))?,
+            Access::Read(r) => dbi_rc(r.get(db, k))?,
+        };
+        let v = found.ok_or(MDB_NOTFOUND)?;
+        set_val(data, v);
+        Ok(())
+    })
+}
+
+/// The flags `mdb_put` accepts.
+const PUT_FLAGS: u32 = put_flags::NO_OVERWRITE
+    | put_flags::NO_DUP_DATA
+    | put_flags::RESERVE
+    | put_flags::APPEND
+    | put_flags::APPEND_DUP;
+
+/// Stores a key/value pair (`mdb_put`). With `MDB_RESERVE`, `data->mv_data` gets the place
+/// to write the value; with `MDB_NOOVERWRITE` on an existing key, the existing value.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_put(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+    flags: c_uint,
+) -> c_int {
+    guard(env_of(txn), || {
+        let k = val_slice(key).ok_or(libc::EINVAL)?;
+        let data_val = data.as_mut().ok_or(libc::EINVAL)?;
+        if flags & !PUT_FLAGS != 0 {
+            return Err(libc::EINVAL);
+        }
+        let w = write_access(txn)?;
+        let db = Database::from_dbi(dbi);
+        let r = if flags & put_flags::RESERVE != 0 {
+            match w.put_reserve(db, k, data_val.mv_size, flags & !put_flags::RESERVE) {
+                Ok(slot) => {
+                    data_val.mv_data = slot.as_mut_ptr() as *mut c_void;
+                    return Ok(());
+                }
+                Err(e) => Err(e),
+            }
+        } else {
+            let v = val_slice(data).ok_or(libc::EINVAL)?;
+            w.put(db, k, v, flags)
+        };
+        match r {
+            Err(Error::KeyExist) if flags & put_flags::NO_OVERWRITE != 0 => {
+                if let Ok(Some(existing)) = w.get(db, k) {
+                    set_val(data, existing);
+                }
+                Err(MDB_KEYEXIST)
+            }
+            other => dbi_rc(other),
+        }
+    })
+}
+
+/// Deletes a key, or with `data` (DUPSORT) one of its values (`mdb_del`).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_del(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+) -> c_int {
+    guard(env_of(txn), || {
+        let k = val_slice(key).ok_or(libc::EINVAL)?;
+        let w = write_access(txn)?;
+        let db = Database::from_dbi(dbi);
+        let is_dupsort = dbi_rc(w.db_flags(db))? & db_flags::DUP_SORT != 0;
+        let value = if is_dupsort { val_slice(data) } else { None };
+        if dbi_rc(w.delete_value(db, k, value))? {
+            Ok(())
+        } else {
+            Err(MDB_NOTFOUND)
+        }
+    })
+}
+
+unsafe fn compare(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    a: *const MDB_val,
+    b: *const MDB_val,
+    key: bool,
+) -> c_int {
+    let mut result = 0;
+    guard_void(env_of(txn), || {
+        let (Some(a), Some(b)) = (val_slice(a), val_slice(b)) else {
+            return;
+        };
+        let db = Database::from_dbi(dbi);
+        let orders = match access(txn) {
+            Ok(Access::Write(w)) => w.orders(db),
+            Ok(Access::Read(r)) => r.orders(db),
+            Err(_) => return,
+        };
+        if let Ok(orders) = orders {
+            let cmp = if key { Some(orders.key) } else { orders.dup };
+            let ord = match cmp {
+                Some(cmp) => cmp.compare(a, b),
+                None => a.cmp(b),
+            };
+            result = ord as c_int;
+        }
+    });
+    result
+}
+
+/// Compares two keys in a database's order (`mdb_cmp`): <0, 0 or >0.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cmp(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    a: *const MDB_val,
+    b: *const MDB_val,
+) -> c_int {
+    compare(txn, dbi, a, b, true)
+}
+
+/// Compares two values in a DUPSORT database's value order (`mdb_dcmp`).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_dcmp(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    a: *const MDB_val,
+    b: *const MDB_val,
+) -> c_int {
+    compare(txn, dbi, a, b, false)
+}

@@ -1,0 +1,470 @@
+//! `mdb_env_*`: creating, opening, configuring, copying and closing an environment, and
+//! the reader table functions.
+
+use std::ffi::{CStr, CString};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::mem::ManuallyDrop;
+use std::os::raw::{c_char, c_int, c_uint, c_void};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::io::FromRawFd;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use ferrocore::{env_flags, Env, EnvOptions};
+
+use crate::types::*;
+use crate::{guard, guard_void, Rc, ToRc};
+
+/// An environment handle (`MDB_env`): its settings until `mdb_env_open`, then the open
+/// ferrocore environment.
+pub struct MDB_env {
+    env: Option<Env>,
+    map_size: Option<u64>,
+    max_readers: u32,
+    max_dbs: u32,
+    /// Flags set with `mdb_env_set_flags` before open.
+    flags: u32,
+    path: Option<CString>,
+    userctx: *mut c_void,
+    assert_func: Option<MDB_assert_func>,
+    /// Txns begun and not yet ended: `mdb_env_close` with txns alive leaks the environment
+    /// rather than free memory they point into.
+    pub(crate) live_txns: AtomicUsize,
+}
+
+impl MDB_env {
+    /// The open environment; `EINVAL` before `mdb_env_open`.
+    pub(crate) fn open_env(&self) -> Rc<&Env> {
+        self.env.as_ref().ok_or(libc::EINVAL)
+    }
+
+    /// Marks the environment failed (after a panic was caught).
+    pub(crate) fn mark_failed(&self) {
+        if let Some(env) = &self.env {
+            env.mark_failed();
+        }
+    }
+}
+
+/// The environment behind `env`; `EINVAL` for null.
+///
+/// # Safety
+/// `env` is null or a live handle from `mdb_env_create`.
+pub(crate) unsafe fn env_ref<'a>(env: *mut MDB_env) -> Rc<&'a mut MDB_env> {
+    env.as_mut().ok_or(libc::EINVAL)
+}
+
+/// Creates an environment handle (`mdb_env_create`).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_create(env: *mut *mut MDB_env) -> c_int {
+    guard(std::ptr::null(), || {
+        if env.is_null() {
+            return Err(libc::EINVAL);
+        }
+        let handle = Box::new(MDB_env {
+            env: None,
+            map_size: None,
+            max_readers: ferrocore::env::DEFAULT_MAX_READERS,
+            max_dbs: 0,
+            flags: 0,
+            path: None,
+            userctx: std::ptr::null_mut(),
+            assert_func: None,
+            live_txns: AtomicUsize::new(0),
+        });
+        // SAFETY: `env` is a writable pointer (checked non-null above).
+        *env = Box::into_raw(handle);
+        Ok(())
+    })
+}
+
+/// Opens the environment at `path` (`mdb_env_open`). `mode` is accepted; files are
+/// created with mode 0644 (ferrocore's default).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_open(
+    env: *mut MDB_env,
+    path: *const c_char,
+    flags: c_uint,
+    _mode: libc::mode_t,
+) -> c_int {
+    guard(env, || {
+        let e = env_ref(env)?;
+        if e.env.is_some() || path.is_null() || flags & !env_flags::ALL != 0 {
+            return Err(libc::EINVAL);
+        }
+        let cpath = CStr::from_ptr(path);
+        let fs_path = Path::new(std::ffi::OsStr::from_bytes(cpath.to_bytes()));
+        let mut opts = EnvOptions::new();
+        opts.flags(flags | e.flags)
+            .max_readers(e.max_readers)
+            .max_dbs(e.max_dbs)
+            .grow_map(false);
+        if let Some(size) = e.map_size {
+            opts.map_size(size);
+        }
+        // SAFETY: LMDB's contract, which the C program accepted by calling mdb_env_open: no
+        // one but LMDB-compatible code modifies the environment's files while it is open.
+        let opened = unsafe { opts.open(fs_path) }.rc()?;
+        e.env = Some(opened);
+        e.path = Some(cpath.to_owned());
+        Ok(())
+    })
+}
+
+/// Closes the environment and frees the handle (`mdb_env_close`). Txns still alive keep
+/// it alive: the handle is then leaked instead of freed.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_close(env: *mut MDB_env) {
+    guard_void(std::ptr::null(), || {
+        if env.is_null() {
+            return;
+        }
+        // SAFETY: a live handle from mdb_env_create; the caller gives it up.
+        if (*env).live_txns.load(Ordering::Acquire) != 0 {
+            return; // leaked: the txns still point into it
+        }
+        drop(Box::from_raw(env));
+    })
+}
+
+fn fill_stat(out: &mut MDB_stat, s: &ferrocore::Stat) {
+    *out = MDB_stat {
+        ms_psize: s.page_size,
+        ms_depth: s.depth,
+        ms_branch_pages: s.branch_pages as usize,
+        ms_leaf_pages: s.leaf_pages as usize,
+        ms_overflow_pages: s.overflow_pages as usize,
+        ms_entries: s.entries as usize,
+    };
+}
+
+/// Writes `s` into the caller's `MDB_stat`.
+///
+/// # Safety
+/// `out` is null or writable.
+pub(crate) unsafe fn write_stat(out: *mut MDB_stat, s: &ferrocore::Stat) -> Rc {
+    fill_stat(out.as_mut().ok_or(libc::EINVAL)?, s);
+    Ok(())
+}
+
+/// Statistics of the main DB (`mdb_env_stat`).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_stat(env: *mut MDB_env, stat: *mut MDB_stat) -> c_int {
+    guard(env, || {
+        let s = env_ref(env)?.open_env()?.stat().rc()?;
+        write_stat(stat, &s)
+    })
+}
+
+/// Map size, last page, last txn, readers (`mdb_env_info`).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_info(env: *mut MDB_env, info: *mut MDB_envinfo) -> c_int {
+    guard(env, || {
+        let out = info.as_mut().ok_or(libc::EINVAL)?;
+        let i = env_ref(env)?.open_env()?.info().rc()?;
+        *out = MDB_envinfo {
+            me_mapaddr: std::ptr::null_mut(),
+            me_mapsize: i.map_size as usize,
+            me_last_pgno: i.last_pgno as usize,
+            me_last_txnid: i.last_txnid as usize,
+            me_maxreaders: i.max_readers,
+            me_numreaders: i.num_readers,
+        };
+        Ok(())
+    })
+}
+
+/// Flushes the data file (`mdb_env_sync`); without `force`, only when the environment
+/// syncs at commit anyway (no `MDB_NOSYNC`), as in LMDB.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_sync(env: *mut MDB_env, force: c_int) -> c_int {
+    guard(env, || {
+        let e = env_ref(env)?.open_env()?;
+        if force == 0 && e.flags() & env_flags::NO_SYNC != 0 {
+            return Ok(());
+        }
+        e.sync().rc()
+    })
+}
+
+/// Sets or clears flags (`mdb_env_set_flags`): only the changeable ones.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_set_flags(
+    env: *mut MDB_env,
+    flags: c_uint,
+    onoff: c_int,
+) -> c_int {
+    guard(env, || {
+        let e = env_ref(env)?;
+        if flags & !env_flags::CHANGEABLE != 0 {
+            return Err(libc::EINVAL);
+        }
+        match &e.env {
+            Some(open) => open.set_flags(flags, onoff != 0).rc(),
+            None => {
+                if onoff != 0 {
+                    e.flags |= flags;
+                } else {
+                    e.flags &= !flags;
+                }
+                Ok(())
+            }
+        }
+    })
+}
+
+/// The environment's flags (`mdb_env_get_flags`).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_get_flags(env: *mut MDB_env, flags: *mut c_uint) -> c_int {
+    guard(env, || {
+        let e = env_ref(env)?;
+        let out = flags.as_mut().ok_or(libc::EINVAL)?;
+        *out = match &e.env {
+            Some(open) => open.flags(),
+            None => e.flags,
+        };
+        Ok(())
+    })
+}
+
+/// The path given to `mdb_env_open` (`mdb_env_get_path`); NULL before it.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_get_path(env: *mut MDB_env, path: *mut *const c_char) -> c_int {
+    guard(env, || {
+        let e = env_ref(env)?;
+        let out = path.as_mut().ok_or(libc::EINVAL)?;
+        *out = e.path.as_ref().map_or(std::ptr::null(), |p| p.as_ptr());
+        Ok(())
+    })
+}
+
+/// The data file's descriptor (`mdb_env_get_fd`); -1 before open.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_get_fd(env: *mut MDB_env, fd: *mut c_int) -> c_int {
+    guard(env, || {
+        let e = env_ref(env)?;
+        let out = fd.as_mut().ok_or(libc::EINVAL)?;
+        *out = e.env.as_ref().map_or(-1, |open| open.data_fd());
+        Ok(())
+    })
+}
+
+/// Sets the map size (`mdb_env_set_mapsize`): before open, or on an open environment with
+/// no txn alive in this process.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_set_mapsize(env: *mut MDB_env, size: usize) -> c_int {
+    guard(env, || {
+        let e = env_ref(env)?;
+        match &e.env {
+            None => {
+                e.map_size = Some(size as u64);
+                Ok(())
+            }
+            Some(open) => {
+                if e.live_txns.load(Ordering::Acquire) != 0 {
+                    return Err(libc::EINVAL);
+                }
+                open.set_map_size(size as u64).rc()
+            }
+        }
+    })
+}
+
+/// Sets the number of reader slots (`mdb_env_set_maxreaders`), before open.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_set_maxreaders(env: *mut MDB_env, readers: c_uint) -> c_int {
+    guard(env, || {
+        let e = env_ref(env)?;
+        if e.env.is_some() || readers < 1 {
+            return Err(libc::EINVAL);
+        }
+        e.max_readers = readers;
+        Ok(())
+    })
+}
+
+/// The number of reader slots (`mdb_env_get_maxreaders`).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_get_maxreaders(env: *mut MDB_env, readers: *mut c_uint) -> c_int {
+    guard(env, || {
+        let e = env_ref(env)?;
+        let out = readers.as_mut().ok_or(libc::EINVAL)?;
+        *out = match &e.env {
+            Some(open) => open.info().rc()?.max_readers,
+            None => e.max_readers,
+        };
+        Ok(())
+    })
+}
+
+/// Sets the number of named DBs (`mdb_env_set_maxdbs`), before open.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_set_maxdbs(env: *mut MDB_env, dbs: MDB_dbi) -> c_int {
+    guard(env, || {
+        let e = env_ref(env)?;
+        if e.env.is_some() {
+            return Err(libc::EINVAL);
+        }
+        e.max_dbs = dbs;
+        Ok(())
+    })
+}
+
+/// The longest key (`mdb_env_get_maxkeysize`): 511, as in LMDB.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_get_maxkeysize(env: *mut MDB_env) -> c_int {
+    let mut size = ferrocore::env::LMDB_MAX_KEY_SIZE as c_int;
+    guard_void(env, || {
+        if let Some(open) = env.as_ref().and_then(|e| e.env.as_ref()) {
+            size = open.max_key_size() as c_int;
+        }
+    });
+    size
+}
+
+/// Stores an application pointer (`mdb_env_set_userctx`).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_set_userctx(env: *mut MDB_env, ctx: *mut c_void) -> c_int {
+    guard(env, || {
+        env_ref(env)?.userctx = ctx;
+        Ok(())
+    })
+}
+
+/// The application pointer (`mdb_env_get_userctx`); NULL if `env` is.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_get_userctx(env: *mut MDB_env) -> *mut c_void {
+    env.as_ref().map_or(std::ptr::null_mut(), |e| e.userctx)
+}
+
+/// Stores the assertion callback (`mdb_env_set_assert`). ferrocore reports failed
+/// invariants as error codes, so it is never called.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_set_assert(
+    env: *mut MDB_env,
+    func: Option<MDB_assert_func>,
+) -> c_int {
+    guard(env, || {
+        env_ref(env)?.assert_func = func;
+        Ok(())
+    })
+}
+
+/// Copies the environment to the directory `path` (`mdb_env_copy`).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_copy(env: *mut MDB_env, path: *const c_char) -> c_int {
+    mdb_env_copy2(env, path, 0)
+}
+
+/// Copies the environment to `path` (a directory, or the file itself under
+/// `MDB_NOSUBDIR`), which must not exist yet (`mdb_env_copy2`). `MDB_CP_COMPACT` is
+/// accepted and makes a plain copy (free pages included): see the crate README.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_copy2(
+    env: *mut MDB_env,
+    path: *const c_char,
+    flags: c_uint,
+) -> c_int {
+    guard(env, || {
+        let e = env_ref(env)?.open_env()?;
+        if path.is_null() || flags & !MDB_CP_COMPACT != 0 {
+            return Err(libc::EINVAL);
+        }
+        let dir = Path::new(std::ffi::OsStr::from_bytes(CStr::from_ptr(path).to_bytes()));
+        let target = if e.flags() & env_flags::NO_SUB_DIR != 0 {
+            dir.to_path_buf()
+        } else {
+            dir.join("data.mdb")
+        };
+        let io = |r: std::io::Result<()>| r.map_err(|err| err.raw_os_error().unwrap_or(libc::EIO));
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(&target)
+            .map_err(|err| err.raw_os_error().unwrap_or(libc::EIO))?;
+        e.copy_to(&mut file).rc()?;
+        io(file.flush())?;
+        io(file.sync_all())
+    })
+}
+
+/// Copies the environment to an open file descriptor (`mdb_env_copyfd`).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_copyfd(env: *mut MDB_env, fd: c_int) -> c_int {
+    mdb_env_copyfd2(env, fd, 0)
+}
+
+/// Copies the environment to an open file descriptor (`mdb_env_copyfd2`); the descriptor
+/// stays open. `MDB_CP_COMPACT` as for `mdb_env_copy2`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_copyfd2(env: *mut MDB_env, fd: c_int, flags: c_uint) -> c_int {
+    guard(env, || {
+        let e = env_ref(env)?.open_env()?;
+        if fd < 0 || flags & !MDB_CP_COMPACT != 0 {
+            return Err(libc::EINVAL);
+        }
+        // SAFETY: the caller lends an open descriptor; ManuallyDrop keeps it open.
+        let mut file = ManuallyDrop::new(File::from_raw_fd(fd));
+        e.copy_to(&mut *file).rc()?;
+        file.flush()
+            .map_err(|err| err.raw_os_error().unwrap_or(libc::EIO))
+    })
+}
+
+/// Lists the reader table through `func`, in LMDB's format (`mdb_reader_list`).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_reader_list(
+    env: *mut MDB_env,
+    func: Option<MDB_msg_func>,
+    ctx: *mut c_void,
+) -> c_int {
+    let (Some(e), Some(func)) = (env.as_ref(), func) else {
+        return -1;
+    };
+    let Some(open) = e.env.as_ref() else {
+        return -1;
+    };
+    let say = |line: String| -> c_int {
+        let line = CString::new(line).expect("no NUL in reader lines");
+        // SAFETY: `func` is the caller's callback; the line lives for the call.
+        unsafe { func(line.as_ptr(), ctx) }
+    };
+    let mut first = true;
+    let mut rc = 0;
+    for (pid, tid, txnid) in open.readers() {
+        if first {
+            first = false;
+            rc = say("    pid     thread     txnid\n".to_string());
+            if rc < 0 {
+                return rc;
+            }
+        }
+        let line = match txnid {
+            Some(t) => format!("{pid:10} {tid:x} {t}\n"),
+            None => format!("{pid:10} {tid:x} -\n"),
+        };
+        rc = say(line);
+        if rc < 0 {
+            return rc;
+        }
+    }
+    if first {
+        rc = say("(no active readers)\n".to_string());
+    }
+    rc
+}
+
+/// Clears reader slots of dead processes (`mdb_reader_check`); `dead` gets how many.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_reader_check(env: *mut MDB_env, dead: *mut c_int) -> c_int {
+    guard(env, || {
+        let n = env_ref(env)?.open_env()?.reader_check().rc()?;
+        if let Some(out) = dead.as_mut() {
+            *out = n as c_int;
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,72 @@
+//! `mdb_strerror` (LMDB's texts) and `mdb_version`.
+
+use std::os::raw::{c_char, c_int};
+
+use crate::types::codes::*;
+
+/// LMDB's message for each of its codes, from `MDB_KEYEXIST` to `MDB_BAD_DBI`.
+const MESSAGES: [&str; 21] = [
+    "MDB_KEYEXIST: Key/data pair already exists\0",
+    "MDB_NOTFOUND: No matching key/data pair found\0",
+    "MDB_PAGE_NOTFOUND: Requested page not found\0",
+    "MDB_CORRUPTED: Located page was wrong type\0",
+    "MDB_PANIC: Update of meta page failed or environment had fatal error\0",
+    "MDB_VERSION_MISMATCH: Database environment version mismatch\0",
+    "MDB_INVALID: File is not an LMDB file\0",
+    "MDB_MAP_FULL: Environment mapsize limit reached\0",
+    "MDB_DBS_FULL: Environment maxdbs limit reached\0",
+    "MDB_READERS_FULL: Environment maxreaders limit reached\0",
+    "MDB_TLS_FULL: Thread-local storage keys full - too many environments open\0",
+    "MDB_TXN_FULL: Transaction has too many dirty pages - transaction too big\0",
+    "MDB_CURSOR_FULL: Internal error - cursor stack limit reached\0",
+    "MDB_PAGE_FULL: Internal error - page has no more space\0",
+    "MDB_MAP_RESIZED: Database contents grew beyond environment mapsize\0",
+    "MDB_INCOMPATIBLE: Operation and DB incompatible, or DB flags changed\0",
+    "MDB_BAD_RSLOT: Invalid reuse of reader locktable slot\0",
+    "MDB_BAD_TXN: Transaction must abort, has a child, or is invalid\0",
+    "MDB_BAD_VALSIZE: Unsupported size of key/DB name/data, or wrong DUPFIXED size\0",
+    "MDB_BAD_DBI: The specified DBI handle was closed/changed unexpectedly\0",
+    "\0",
+];
+
+/// The text of an error code (`mdb_strerror`): LMDB's for its codes, the system's for
+/// errno values.
+#[no_mangle]
+pub extern "C" fn mdb_strerror(err: c_int) -> *mut c_char {
+    if err == MDB_SUCCESS {
+        return b"Successful return: 0\0".as_ptr() as *mut c_char;
+    }
+    if (MDB_KEYEXIST..=MDB_LAST_ERRCODE).contains(&err) {
+        let msg = MESSAGES[(err - MDB_KEYEXIST) as usize];
+        return msg.as_ptr() as *mut c_char;
+    }
+    // SAFETY: strerror returns a pointer to a NUL-terminated message (as LMDB returns it).
+    unsafe { libc::strerror(err) }
+}
+
+/// The version string: ferrocore, compatible with LMDB 0.9.32.
+const VERSION: &str = concat!(
+    "ferrocore ",
+    env!("CARGO_PKG_VERSION"),
+    " (LMDB 0.9.32 compatible)\0"
+);
+
+/// The library version (`mdb_version`): LMDB 0.9.32's numbers, and a string naming
+/// ferrocore.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_version(
+    major: *mut c_int,
+    minor: *mut c_int,
+    patch: *mut c_int,
+) -> *mut c_char {
+    if let Some(m) = major.as_mut() {
+        *m = 0;
+    }
+    if let Some(m) = minor.as_mut() {
+        *m = 9;
+    }
+    if let Some(p) = patch.as_mut() {
+        *p = 32;
+    }
+    VERSION.as_ptr() as *mut c_char
+}

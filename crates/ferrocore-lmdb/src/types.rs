@@ -1,0 +1,96 @@
+//! The C types of LMDB's API, with LMDB's layouts (LP64), and its constants.
+
+#![allow(non_camel_case_types)]
+
+use std::os::raw::{c_char, c_int, c_uint, c_void};
+
+/// `MDB_dbi`: a database handle.
+pub type MDB_dbi = c_uint;
+
+/// `MDB_val`: a size and a pointer, both ways across the API.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct MDB_val {
+    /// Size of the data item.
+    pub mv_size: usize,
+    /// Address of the data item.
+    pub mv_data: *mut c_void,
+}
+
+/// `MDB_stat`: statistics of a database.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MDB_stat {
+    /// Page size.
+    pub ms_psize: c_uint,
+    /// Tree depth.
+    pub ms_depth: c_uint,
+    /// Branch pages.
+    pub ms_branch_pages: usize,
+    /// Leaf pages.
+    pub ms_leaf_pages: usize,
+    /// Overflow pages.
+    pub ms_overflow_pages: usize,
+    /// Data items.
+    pub ms_entries: usize,
+}
+
+/// `MDB_envinfo`: information about the environment.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct MDB_envinfo {
+    /// Address of the map, if fixed (else NULL).
+    pub me_mapaddr: *mut c_void,
+    /// Size of the map.
+    pub me_mapsize: usize,
+    /// Last used page number.
+    pub me_last_pgno: usize,
+    /// Last committed txn id.
+    pub me_last_txnid: usize,
+    /// Reader slots.
+    pub me_maxreaders: c_uint,
+    /// Reader slots in use.
+    pub me_numreaders: c_uint,
+}
+
+/// `MDB_cmp_func`: an application comparator.
+pub type MDB_cmp_func = unsafe extern "C" fn(*const MDB_val, *const MDB_val) -> c_int;
+/// `MDB_rel_func`: a relocation function (stored, never called, as in LMDB 0.9).
+pub type MDB_rel_func = unsafe extern "C" fn(*mut MDB_val, *mut c_void, *mut c_void, *mut c_void);
+/// `MDB_msg_func`: receives the lines of `mdb_reader_list`.
+pub type MDB_msg_func = unsafe extern "C" fn(*const c_char, *mut c_void) -> c_int;
+/// `MDB_assert_func`: called on an internal assertion failure.
+pub type MDB_assert_func = unsafe extern "C" fn(*mut crate::MDB_env, *const c_char);
+
+/// Error codes, with LMDB's values.
+pub mod codes {
+    use std::os::raw::c_int;
+
+    pub const MDB_SUCCESS: c_int = 0;
+    pub const MDB_KEYEXIST: c_int = -30799;
+    pub const MDB_NOTFOUND: c_int = -30798;
+    pub const MDB_PAGE_NOTFOUND: c_int = -30797;
+    pub const MDB_CORRUPTED: c_int = -30796;
+    pub const MDB_PANIC: c_int = -30795;
+    pub const MDB_VERSION_MISMATCH: c_int = -30794;
+    pub const MDB_INVALID: c_int = -30793;
+    pub const MDB_MAP_FULL: c_int = -30792;
+    pub const MDB_DBS_FULL: c_int = -30791;
+    pub const MDB_READERS_FULL: c_int = -30790;
+    pub const MDB_TLS_FULL: c_int = -30789;
+    pub const MDB_TXN_FULL: c_int = -30788;
+    pub const MDB_CURSOR_FULL: c_int = -30787;
+    pub const MDB_PAGE_FULL: c_int = -30786;
+    pub const MDB_MAP_RESIZED: c_int = -30785;
+    pub const MDB_INCOMPATIBLE: c_int = -30784;
+    pub const MDB_BAD_RSLOT: c_int = -30783;
+    pub const MDB_BAD_TXN: c_int = -30782;
+    pub const MDB_BAD_VALSIZE: c_int = -30781;
+    pub const MDB_BAD_DBI: c_int = -30780;
+    pub const MDB_LAST_ERRCODE: c_int = MDB_BAD_DBI;
+}
+
+/// `mdb_txn_begin` flag: a read-only txn (the environment flag of the same value).
+pub const MDB_RDONLY: c_uint = 0x20000;
+/// `mdb_env_copy2` flag: compact while copying.
+pub const MDB_CP_COMPACT: c_uint = 0x01;

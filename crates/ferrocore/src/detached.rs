@@ -1,0 +1,368 @@
+//! Cursors that do not borrow their transaction, for handle-based bindings (the C ABI).
+//!
+//! A [`crate::Cursor`] borrows its txn, so Rust allows one writing cursor at a time and
+//! none once the txn changes. LMDB's C API lets a program keep any number of cursors on a
+//! write txn, write through one (or through `mdb_put`) and go on using the others, which
+//! LMDB fixes up to stay on their items. A [`DetachedCursor`] holds only the cursor state;
+//! each call lends it the txn. On a write txn it also remembers its place by content
+//! (key, and value in a DUPSORT DB) after every call, and when the txn's change count
+//! ([`WriteTxn::changes`]) moved since, it finds the place again first: on the same item,
+//! or, if that item was deleted, on the one that followed, marked deleted (LMDB's `C_DEL`).
+
+use crate::catalog::Orders;
+use crate::cursor::{CursorCore, SavedPlace, State};
+use crate::error::{Error, Result};
+use crate::meta::DbRecord;
+use crate::txn::{put_flags, Database, Item, ReadTxn, Source, WriteCursor, WriteTxn};
+
+/// LMDB's `MDB_cursor_op`, in LMDB's order: the discriminants are the C values.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CursorOp {
+    /// `MDB_FIRST`.
+    First = 0,
+    /// `MDB_FIRST_DUP`.
+    FirstDup,
+    /// `MDB_GET_BOTH`.
+    GetBoth,
+    /// `MDB_GET_BOTH_RANGE`.
+    GetBothRange,
+    /// `MDB_GET_CURRENT`.
+    GetCurrent,
+    /// `MDB_GET_MULTIPLE`.
+    GetMultiple,
+    /// `MDB_LAST`.
+    Last,
+    /// `MDB_LAST_DUP`.
+    LastDup,
+    /// `MDB_NEXT`.
+    Next,
+    /// `MDB_NEXT_DUP`.
+    NextDup,
+    /// `MDB_NEXT_MULTIPLE`.
+    NextMultiple,
+    /// `MDB_NEXT_NODUP`.
+    NextNoDup,
+    /// `MDB_PREV`.
+    Prev,
+    /// `MDB_PREV_DUP`.
+    PrevDup,
+    /// `MDB_PREV_NODUP`.
+    PrevNoDup,
+    /// `MDB_SET`.
+    Set,
+    /// `MDB_SET_KEY`.
+    SetKey,
+    /// `MDB_SET_RANGE`.
+    SetRange,
+    /// `MDB_PREV_MULTIPLE`.
+    PrevMultiple,
+}
+
+impl CursorOp {
+    /// The op with C value `op`, if there is one.
+    pub fn from_raw(op: u32) -> Option<CursorOp> {
+        use CursorOp::*;
+        const ALL: [CursorOp; 19] = [
+            First,
+            FirstDup,
+            GetBoth,
+            GetBothRange,
+            GetCurrent,
+            GetMultiple,
+            Last,
+            LastDup,
+            Next,
+            NextDup,
+            NextMultiple,
+            NextNoDup,
+            Prev,
+            PrevDup,
+            PrevNoDup,
+            Set,
+            SetKey,
+            SetRange,
+            PrevMultiple,
+        ];
+        ALL.get(op as usize).copied()
+    }
+}
+
+/// The txn a detached cursor is lent for one call.
+#[derive(Clone, Copy)]
+pub enum TxnRef<'t, 'env> {
+    /// A read txn.
+    Read(&'t ReadTxn<'env>),
+    /// The write txn (read access).
+    Write(&'t WriteTxn<'env>),
+}
+
+impl<'t> TxnRef<'t, '_> {
+    fn source(self) -> Source<'t> {
+        match self {
+            TxnRef::Read(r) => r.source(),
+            TxnRef::Write(w) => w.source(),
+        }
+    }
+
+    fn tree(self, db: Database) -> Result<(DbRecord, Orders)> {
+        match self {
+            TxnRef::Read(r) => r.tree(db),
+            TxnRef::Write(w) => {
+                if w.has_failed() {
+                    return Err(Error::BadTxn);
+                }
+                w.tree(db)
+            }
+        }
+    }
+}
+
+/// A cursor whose txn is passed to each call (see the module doc).
+#[derive(Clone, Debug)]
+pub struct DetachedCursor {
+    db: Database,
+    core: CursorCore,
+    /// On a write txn: its change count when `place` was taken.
+    seen_changes: u64,
+    /// On a write txn: where the cursor stood after its last call, by content.
+    place: SavedPlace,
+}
+
+impl DetachedCursor {
+    /// An unpositioned cursor over `db` in `txn`.
+    pub fn open(txn: TxnRef<'_, '_>, db: Database) -> Result<Self> {
+        let (record, orders) = txn.tree(db)?;
+        Ok(DetachedCursor {
+            db,
+            core: CursorCore::new(record, orders),
+            seen_changes: match txn {
+                TxnRef::Write(w) => w.changes(),
+                TxnRef::Read(_) => 0,
+            },
+            place: SavedPlace::default(),
+        })
+    }
+
+    /// The database the cursor walks.
+    pub fn db(&self) -> Database {
+        self.db
+    }
+
+    /// True if the DB has sorted duplicates (DUPSORT).
+    pub fn is_dupsort(&self) -> bool {
+        self.core.dcmp.is_some()
+    }
+
+    /// True if the cursor stands on a key (even one whose values it has moved past).
+    pub fn is_positioned(&self) -> bool {
+        self.core.pos.state == State::Valid
+    }
+
+    /// Binds the cursor to a new txn, unpositioned (`mdb_cursor_renew`).
+    pub fn renew(&mut self, txn: TxnRef<'_, '_>) -> Result<()> {
+        *self = DetachedCursor::open(txn, self.db)?;
+        Ok(())
+    }
+
+    /// On a write txn that changed since this cursor's last call, finds its place again.
+    fn catch_up(&mut self, txn: TxnRef<'_, '_>) -> Result<()> {
+        let TxnRef::Write(w) = txn else {
+            return Ok(());
+        };
+        if w.has_failed() {
+            return Err(Error::BadTxn);
+        }
+        if w.changes() == self.seen_changes {
+            return Ok(());
+        }
+        let (record, orders) = w.tree(self.db)?;
+        (self.core.cmp, self.core.dcmp) = (orders.key, orders.dup);
+        self.core.restore_place(&w.source(), record, &self.place)?;
+        self.seen_changes = w.changes();
+        Ok(())
+    }
+
+    /// On a write txn, remembers the cursor's place by content.
+    fn remember(&mut self, txn: TxnRef<'_, '_>) -> Result<()> {
+        if let TxnRef::Write(w) = txn {
+            self.core.save_place(&w.source(), &mut self.place)?;
+            self.seen_changes = w.changes();
+        }
+        Ok(())
+    }
+
+    /// Runs `op` (`mdb_cursor_get`): `key` is the key for the SET and GET_BOTH ops, `value`
+    /// the value for the GET_BOTH ops. Returns the item the cursor lands on, `None` where
+    /// LMDB returns `MDB_NOTFOUND`. For the MULTIPLE ops the value is the packed values.
+    pub fn get<'t>(
+        &mut self,
+        txn: TxnRef<'t, '_>,
+        op: CursorOp,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> Result<Option<Item<'t>>> {
+        self.catch_up(txn)?;
+        let r = self.step(txn.source(), op, key, value);
+        self.remember(txn)?;
+        r
+    }
+
+    fn step<'t>(
+        &mut self,
+        src: Source<'t>,
+        op: CursorOp,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> Result<Option<Item<'t>>> {
+        use CursorOp::*;
+        let c = &mut self.core;
+        let need_key = || key.ok_or(Error::InvalidArgument("this cursor op needs a key"));
+        let need_value = || value.ok_or(Error::InvalidArgument("this cursor op needs a value"));
+        let moved = match op {
+            First => c.first(&src)?,
+            Last => c.last(&src)?,
+            Next => c.next(&src)?,
+            Prev => c.prev(&src)?,
+            NextDup => c.next_dup(&src)?,
+            PrevDup => c.prev_dup(&src)?,
+            NextNoDup => c.next_nodup(&src)?,
+            PrevNoDup => c.prev_nodup(&src)?,
+            FirstDup | LastDup => {
+                if c.pos.state != State::Valid {
+                    return Err(Error::InvalidArgument("cursor is not positioned"));
+                }
+                if c.dcmp.is_none() {
+                    return Err(Error::Incompatible);
+                }
+                c.edge_dup(&src, op == LastDup)?
+            }
+            Set | SetKey => c.seek(&src, need_key()?, true)?,
+            SetRange => c.seek(&src, need_key()?, false)?,
+            GetBoth | GetBothRange => {
+                let v = need_value()?;
+                if c.dcmp.is_none() {
+                    return Err(Error::Incompatible);
+                }
+                c.seek_both(&src, need_key()?, v, op == GetBoth)?
+            }
+            GetCurrent => {
+                if c.pos.state != State::Valid {
+                    return Err(Error::InvalidArgument("cursor is not positioned"));
+                }
+                c.current_op();
+                true
+            }
+            GetMultiple | NextMultiple | PrevMultiple => {
+                if c.db.flags & crate::db_flags::DUP_FIXED == 0 {
+                    return Err(Error::Incompatible);
+                }
+                if op == GetMultiple && c.pos.state != State::Valid {
+                    return Err(Error::InvalidArgument("cursor is not positioned"));
+                }
+                return src.with(|s| {
+                    let packed = match op {
+                        GetMultiple => c.get_multiple(s)?,
+                        NextMultiple => c.next_multiple(s)?,
+                        _ => c.prev_multiple(s)?,
+                    };
+                    match packed {
+                        Some(values) => Ok(Some((c.key(s)?, values))),
+                        None => Ok(None),
+                    }
+                });
+            }
+        };
+        if !moved || !c.is_valid() {
+            return Ok(None);
+        }
+        src.with(|s| match c.item(s) {
+            Ok(item) => Ok(Some(item)),
+            Err(Error::NotFound) => Ok(None),
+            Err(e) => Err(e),
+        })
+    }
+
+    /// True if the cursor's key holds its values as a sub-page or sub-DB (LMDB's
+    /// `F_DUPDATA`), which decides whether `MDB_FIRST_DUP`/`MDB_LAST_DUP` return the key.
+    pub fn on_dup_data(&self, txn: TxnRef<'_, '_>) -> Result<bool> {
+        self.core.on_dup_data(&txn.source())
+    }
+
+    /// Number of values of the current key (`mdb_cursor_count`); `Incompatible` on a DB
+    /// without DUPSORT, as in LMDB.
+    pub fn count(&mut self, txn: TxnRef<'_, '_>) -> Result<u64> {
+        if self.core.dcmp.is_none() {
+            return Err(Error::Incompatible);
+        }
+        self.catch_up(txn)?;
+        let r = self.core.count(&txn.source());
+        self.remember(txn)?;
+        r
+    }
+
+    /// Runs `f` with a write cursor standing where this cursor stands, then takes its state
+    /// back and remembers the place.
+    fn with_write_cursor<R>(
+        &mut self,
+        txn: &mut WriteTxn<'_>,
+        f: impl FnOnce(&mut WriteCursor<'_, '_>) -> Result<R>,
+    ) -> Result<R> {
+        self.catch_up(TxnRef::Write(txn))?;
+        let mut cursor = WriteCursor::with_core(txn, self.db, self.core.clone());
+        let r = f(&mut cursor);
+        self.core = cursor.into_core();
+        self.remember(TxnRef::Write(txn))?;
+        r
+    }
+
+    /// Stores `key`/`value` and stands on it (`mdb_cursor_put`); `flags` as for
+    /// [`WriteCursor::put`] (without `RESERVE` and `MULTIPLE`, which have their own calls).
+    pub fn put(
+        &mut self,
+        txn: &mut WriteTxn<'_>,
+        key: &[u8],
+        value: &[u8],
+        flags: u32,
+    ) -> Result<()> {
+        self.with_write_cursor(txn, |c| c.put(key, value, flags))
+    }
+
+    /// Stores a zeroed value of `len` bytes under `key`, stands on it and returns it to be
+    /// filled in place (`mdb_cursor_put` with `MDB_RESERVE`).
+    pub fn put_reserve<'t>(
+        &mut self,
+        txn: &'t mut WriteTxn<'_>,
+        key: &[u8],
+        len: usize,
+        flags: u32,
+    ) -> Result<&'t mut [u8]> {
+        let zeros = vec![0u8; len];
+        self.with_write_cursor(txn, |c| {
+            if c.is_dupsort() {
+                return Err(Error::Incompatible);
+            }
+            c.put(key, &zeros, flags & !put_flags::RESERVE)
+        })?;
+        txn.value_slot_mut(self.db, key, len)
+    }
+
+    /// Stores the packed values of `size` bytes each under `key` (`MDB_MULTIPLE`); returns
+    /// how many were stored.
+    pub fn put_multiple(
+        &mut self,
+        txn: &mut WriteTxn<'_>,
+        key: &[u8],
+        values: &[u8],
+        size: usize,
+        flags: u32,
+    ) -> Result<usize> {
+        self.with_write_cursor(txn, |c| c.put_multiple(key, values, size, flags))
+    }
+
+    /// Deletes the item at the cursor (`mdb_cursor_del`); with `put_flags::NO_DUP_DATA`
+    /// every value of the key.
+    pub fn delete(&mut self, txn: &mut WriteTxn<'_>, flags: u32) -> Result<()> {
+        self.with_write_cursor(txn, |c| c.delete(flags))
+    }
+}
