@@ -109,7 +109,7 @@ impl Machine {
             temp_dir: temp_dir.display().to_string(),
             filesystem: filesystem_of(temp_dir),
             versions: format!(
-                "LMDB {} (lmdb-master-sys), redb {}, SQLite {} (rusqlite bundled)",
+                "{} (lmdb-master-sys), redb {}, SQLite {} (rusqlite, bundled)",
                 crate::engines::lmdb::version(),
                 redb_version(),
                 crate::engines::sqlite::version()

@@ -16,8 +16,9 @@ use crate::workloads::{CellResult, Group, Sizes};
 
 #[derive(Args, Clone, Debug)]
 pub struct RunArgs {
-    /// Full sizes (W2-W5 1M entries, W6 prefilled with 20M entries (~3 GB), W7 500k, W9
-    /// 1M) instead of the quick default.
+    /// Full sizes (W2 10M entries, W3-W5 1M, W6 prefilled with 20M entries (~2.5 GB), W7
+    /// 500k, W9 1M) instead of the quick default (W2 1M, W3-W5 200k, W6 prefilled with 2M
+    /// (~250 MB), W7 50k, W9 200k).
     #[arg(long)]
     pub full: bool,
     /// Multiplies every size (e.g. 0.01 for a smoke test of the harness).
@@ -186,7 +187,7 @@ fn summarize(cells: &[CellResult]) -> Vec<Summary> {
 }
 
 /// 1234567.8 -> "1,234,568".
-fn thousands(x: f64) -> String {
+pub fn thousands(x: f64) -> String {
     let s = format!("{:.0}", x);
     let (sign, digits) = s.split_at(if s.starts_with('-') { 1 } else { 0 });
     let mut out = String::new();
@@ -203,7 +204,7 @@ fn group_title(group: Group, sizes: &Sizes) -> String {
     match group {
         Group::W2 => format!(
             "{} entries, 16-byte keys, 100-byte values",
-            thousands(sizes.n as f64)
+            thousands(sizes.w2_n as f64)
         ),
         Group::W3 => format!(
             "{} entries, 16-byte random keys, 100-byte values",
