@@ -80,14 +80,13 @@ pub unsafe extern "C" fn mdb_env_create(env: *mut *mut MDB_env) -> c_int {
     })
 }
 
-/// Opens the environment at `path` (`mdb_env_open`). `mode` is accepted; files are
-/// created with mode 0644 (ferrocore's default).
+/// Opens the environment at `path` (`mdb_env_open`); new files get `mode` (less umask).
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_open(
     env: *mut MDB_env,
     path: *const c_char,
     flags: c_uint,
-    _mode: libc::mode_t,
+    mode: libc::mode_t,
 ) -> c_int {
     guard(env, || {
         let e = env_ref(env)?;
@@ -100,6 +99,7 @@ pub unsafe extern "C" fn mdb_env_open(
         opts.flags(flags | e.flags)
             .max_readers(e.max_readers)
             .max_dbs(e.max_dbs)
+            .file_mode(mode)
             .grow_map(false);
         if let Some(size) = e.map_size {
             opts.map_size(size);

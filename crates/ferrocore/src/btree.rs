@@ -544,6 +544,10 @@ impl<S: PageStore> TreeMut<'_, S> {
             ));
         }
         let count = read_u32(first, 12) as usize;
+        // A forged count must not free pages past the file (or billions of them).
+        if count == 0 || self.store.pages(pgno, count).is_err() {
+            return Err(Error::corrupted(pgno, "overflow run length out of range"));
+        }
         self.store.free(pgno, count);
         self.db.overflow_pages = self.db.overflow_pages.saturating_sub(count as u64);
         Ok(())

@@ -71,6 +71,7 @@ pub struct EnvOptions {
     long_keys: bool,
     max_dbs: u32,
     grow_map: bool,
+    file_mode: u32,
 }
 
 impl Default for EnvOptions {
@@ -83,6 +84,7 @@ impl Default for EnvOptions {
             long_keys: false,
             max_dbs: 0,
             grow_map: true,
+            file_mode: 0o644,
         }
     }
 }
@@ -105,6 +107,13 @@ impl EnvOptions {
     /// writes past it fail with `MapFull`, exactly as in LMDB; the C ABI opens this way.
     pub fn grow_map(&mut self, on: bool) -> &mut Self {
         self.grow_map = on;
+        self
+    }
+
+    /// Permissions of the files a new environment creates (default 0644; the process
+    /// umask applies), as `mdb_env_open`'s `mode`.
+    pub fn file_mode(&mut self, mode: u32) -> &mut Self {
+        self.file_mode = mode;
         self
     }
 
@@ -304,9 +313,17 @@ impl Env {
         } else {
             (path.join("data.mdb"), path.join("lock.mdb"))
         };
-        let lock = LockFile::open(&lock_path, opts.max_readers as usize)?;
-        let meta_data = std::fs::metadata(&lock_path)?;
-        let lock_id = (meta_data.dev(), meta_data.ino());
+        let (lock, lock_id) = if opts.flags & env_flags::NO_LOCK != 0 {
+            // No lock file: the application serialises, and may open the environment more
+            // than once (each open gets its own identity in the registry).
+            static PRIVATE: AtomicU64 = AtomicU64::new(0);
+            let id = (u64::MAX, PRIVATE.fetch_add(1, Ordering::Relaxed));
+            (LockFile::private(opts.max_readers as usize)?, id)
+        } else {
+            let lock = LockFile::open(&lock_path, opts.max_readers as usize, opts.file_mode)?;
+            let meta_data = std::fs::metadata(&lock_path)?;
+            (lock, (meta_data.dev(), meta_data.ino()))
+        };
         if !open_envs().lock().expect("registry lock").insert(lock_id) {
             return Err(Error::InvalidArgument(
                 "environment is already open in this process (opening it twice would corrupt its locks)",
@@ -335,7 +352,7 @@ impl Env {
             .read(true)
             .write(!read_only)
             .create(!read_only)
-            .mode(0o644)
+            .mode(opts.file_mode)
             .open(data_path)?;
         let len = data.metadata()?.len();
         let (page_size, current) = if len == 0 {
@@ -578,10 +595,15 @@ impl Env {
             .writer
             .lock()
             .map_err(|_| Error::Panic("writer lock poisoned"))?;
-        if bytes == 0 {
-            return Ok(());
-        }
-        let used = (self.inner.latest_meta()?.last_pgno + 1) * self.inner.page_size as u64;
+        let latest = self.inner.latest_meta()?;
+        let used = (latest.last_pgno + 1) * self.inner.page_size as u64;
+        // 0: adopt the size the file records (after `MapResized`), as LMDB.
+        let adopt = bytes == 0;
+        let bytes = if adopt {
+            latest.map_size.max(used)
+        } else {
+            bytes
+        };
         if bytes as usize > self.inner.map.len() {
             return Err(Error::InvalidArgument(
                 "map size beyond the address space reserved at open; reopen the environment",
@@ -590,7 +612,9 @@ impl Env {
         self.inner
             .map_size
             .store(bytes.max(used), Ordering::Release);
-        self.inner.map_size_explicit.store(true, Ordering::Release);
+        if !adopt {
+            self.inner.map_size_explicit.store(true, Ordering::Release);
+        }
         Ok(())
     }
 

@@ -125,6 +125,23 @@ pub fn next_reclaimable<S: PageSource + ?Sized>(
     Ok(Some((key, pages)))
 }
 
+/// Pages an overflow run of a `len`-byte value takes.
+fn overflow_pages(len: usize, page_size: usize) -> usize {
+    (crate::page::PAGE_HEADER_SIZE + len).div_ceil(page_size)
+}
+
+/// The length a free-DB record of `needed` bytes is first written with: room for the few
+/// pages the next saving round adds, so later rounds rewrite it in place. Whole page
+/// numbers, as LMDB's own records. A large (overflow) record fills the run its exact size
+/// needs, so that giving the slack back at the end frees no page.
+fn slack_len(needed: usize, page_size: usize) -> usize {
+    if needed < page_size / 4 {
+        return (needed + needed / 8 + 64).next_multiple_of(8);
+    }
+    let pages = overflow_pages(needed, page_size);
+    (pages * page_size - crate::page::PAGE_HEADER_SIZE) / 8 * 8
+}
+
 /// Writes the txn's free-page bookkeeping into the free DB: deletes the records it
 /// consumed and saves every page it freed or did not use under key `txnid`.
 ///
@@ -153,6 +170,7 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
     let page_size = pages.page_size();
     let mut written: Option<Vec<u64>> = None;
     let mut record_len = 0;
+    let mut shrink_tried = false;
     for _round in 0..64 {
         let free = &pages.free;
         let mut all: Vec<u64> = free
@@ -164,13 +182,23 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
             .collect();
         all.sort_unstable_by(|a, b| b.cmp(a));
         debug_assert!(all.windows(2).all(|w| w[0] != w[1]), "a page is free twice");
-        if written.as_deref() == Some(&all[..]) || (written.is_none() && all.is_empty()) {
+        let needed = 8 * (all.len() + 1);
+        if written.is_none() && all.is_empty() {
             return Ok(());
         }
-        let needed = 8 * (all.len() + 1);
-        if needed > record_len || needed + 2 * page_size < record_len {
-            // Slack, so that the next round's few extra pages fit in place.
-            record_len = needed + needed / 8 + 64;
+        if written.as_deref() == Some(&all[..]) {
+            // Settled. LMDB's records hold exactly their count of pages (and checkers such
+            // as py-lmdb's verify insist), so the slack is given back once; if that moved
+            // pages, the loop goes on and the record keeps its slack (readers use the count).
+            let same_run =
+                overflow_pages(needed, page_size) == overflow_pages(record_len, page_size);
+            if record_len == needed || shrink_tried || !same_run {
+                return Ok(());
+            }
+            shrink_tried = true;
+            record_len = needed;
+        } else if needed > record_len || needed + 2 * page_size < record_len {
+            record_len = slack_len(needed, page_size);
         }
         let value = encode_idl(&all, record_len);
         let mut tree = TreeMut {

@@ -93,14 +93,33 @@ fn fcntl_is_locked(file: &File, start: i64) -> io::Result<bool> {
 
 impl LockFile {
     /// Opens (creating if needed) the lock file at `path` with room for `max_readers`.
-    pub fn open(path: &Path, max_readers: usize) -> Result<LockFile> {
+    pub fn open(path: &Path, max_readers: usize, mode: u32) -> Result<LockFile> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
-            .mode(0o644)
+            .mode(mode)
             .open(path)?;
+        Self::with_file(file, max_readers)
+    }
+
+    /// A lock table no other process sees, in memory (`NO_LOCK`: the application
+    /// serialises access itself, and no lock file is created, as in LMDB).
+    pub fn private(max_readers: usize) -> Result<LockFile> {
+        // SAFETY: memfd_create takes a NUL-terminated name and flags; it returns a new
+        // descriptor (or -1), which the File below then owns.
+        let fd =
+            unsafe { libc::memfd_create(b"ferrocore-nolock\0".as_ptr().cast(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error().into());
+        }
+        // SAFETY: `fd` is a fresh descriptor nothing else owns.
+        let file = unsafe { <File as std::os::unix::io::FromRawFd>::from_raw_fd(fd) };
+        Self::with_file(file, max_readers)
+    }
+
+    fn with_file(file: File, max_readers: usize) -> Result<LockFile> {
         let pid = std::process::id();
         let alone = match fcntl_lock(&file, libc::F_SETLK, libc::F_WRLCK, 0) {
             Ok(()) => true,

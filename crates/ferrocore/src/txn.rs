@@ -234,13 +234,13 @@ fn take_snapshot(env: &EnvInner, slot: &ReaderSlot<'_>) -> Result<Meta> {
         let t = env.lock.begin_snapshot(slot.index);
         env.note_snapshot(t);
         if let Some(words) = env.meta_cache.get(t) {
-            return Ok(crate::seqcache::meta_from(words));
+            return check_map_size(env, slot, crate::seqcache::meta_from(words));
         }
         match env.meta_for(t) {
             Ok(meta) => {
                 env.meta_cache
                     .try_put(t, crate::seqcache::meta_words(&meta));
-                return Ok(meta);
+                return check_map_size(env, slot, meta);
             }
             Err(_) if env.lock.txnid_cell().load(Ordering::Acquire) != t => continue,
             Err(e) => {
@@ -249,6 +249,20 @@ fn take_snapshot(env: &EnvInner, slot: &ReaderSlot<'_>) -> Result<Meta> {
             }
         }
     }
+}
+
+/// `MapResized` if the snapshot `meta` reaches past this process's map size (another
+/// process with a larger map wrote it), as LMDB: the application then calls
+/// `set_map_size(0)` to adopt the size recorded in the file. Only with a fixed map size.
+fn check_map_size(env: &EnvInner, slot: &ReaderSlot<'_>, meta: Meta) -> Result<Meta> {
+    if env.map_size_explicit.load(Ordering::Acquire) {
+        let used = (meta.last_pgno + 1) * env.page_size as u64;
+        if used > env.map_size.load(Ordering::Acquire) {
+            env.lock.end_snapshot(slot.index);
+            return Err(Error::MapResized);
+        }
+    }
+    Ok(meta)
 }
 
 /// A read-only transaction: a consistent snapshot of the last commit when it began.
@@ -759,8 +773,15 @@ impl<'env> WriteTxn<'env> {
             }
         };
         env.note_snapshot(base.txnid);
-        // Records of txns up to the oldest snapshot still read are free to reuse.
-        let oldest = env.lock.oldest_reader().unwrap_or(u64::MAX).min(base.txnid);
+        // Pages freed by txn t belong to snapshot t - 1. A reader of snapshot r needs the
+        // records above r kept; and, as in LMDB, so does the snapshot before the last commit
+        // (the other meta page): with NOMETASYNC or NOSYNC the last meta may not be on disk,
+        // and after a crash the file falls back to it. So the records below both are free.
+        let limit = env
+            .lock
+            .oldest_reader()
+            .map_or(u64::MAX, |r| r + 1)
+            .min(base.txnid);
         let spare = std::mem::take(
             &mut *env
                 .spare_pages
@@ -773,7 +794,7 @@ impl<'env> WriteTxn<'env> {
             base.last_pgno,
             env.max_pgno(),
             spare,
-            Reclaim::new(base.free_db, oldest + 1),
+            Reclaim::new(base.free_db, limit),
         );
         Ok(WriteTxn {
             env,
