@@ -574,3 +574,46 @@ fn pages_freed_within_a_txn_still_count_in_the_file() {
     assert_eq!(txn.stat().entries, 2);
     txn.check().unwrap();
 }
+
+/// The snapshot in the other meta page survives the next commit untouched: a crash under
+/// NO_META_SYNC may leave only it on disk (py-lmdb's `test_crash_rollback` models this).
+/// Put the metas of commit 1 back after commits 2 and 3: commit 1 must read back whole.
+#[test]
+fn the_snapshot_before_the_last_commit_is_never_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data.mdb");
+    let value = [b'A'; 20];
+    {
+        let env = open(dir.path());
+        let mut txn = env.begin_write().unwrap();
+        for i in 0..2000 {
+            txn.put(Database::MAIN, &key(i), &value, 0).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let page_size = open(dir.path()).page_size();
+    let snapshot_metas = std::fs::read(&data).unwrap()[..2 * page_size].to_vec();
+    {
+        let env = open(dir.path());
+        let mut txn = env.begin_write().unwrap();
+        for i in (0..2000).step_by(2) {
+            assert!(txn.delete(Database::MAIN, &key(i)).unwrap());
+        }
+        txn.commit().unwrap();
+        let mut txn = env.begin_write().unwrap();
+        for i in 10_000..13_000 {
+            txn.put(Database::MAIN, &key(i), &[b'B'; 30], 0).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let mut file = std::fs::read(&data).unwrap();
+    file[..2 * page_size].copy_from_slice(&snapshot_metas);
+    std::fs::write(&data, &file).unwrap();
+    let env = open(dir.path());
+    env.check().expect("the rolled-back snapshot is consistent");
+    let txn = env.begin_read().unwrap();
+    assert_eq!(txn.stat().entries, 2000);
+    for i in 0..2000 {
+        assert_eq!(txn.get(Database::MAIN, &key(i)).unwrap(), Some(&value[..]));
+    }
+}
