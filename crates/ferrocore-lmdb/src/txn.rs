@@ -36,7 +36,7 @@ pub struct MDB_txn {
 enum TxnState {
     Read(ReadTxn<'static>),
     Reset(InactiveReadTxn<'static>),
-    Write(WriteTxn<'static>),
+    Write(Box<WriteTxn<'static>>),
     Nested(Option<NestedLevel>),
     /// Transient, while a state is being replaced.
     Ended,
@@ -175,7 +175,7 @@ pub unsafe extern "C" fn mdb_txn_begin(
         } else {
             let w = open.begin_write().rc()?;
             handle.id = w.id() as usize;
-            handle.state = TxnState::Write(w);
+            handle.state = TxnState::Write(Box::new(w));
         }
         e.live_txns.fetch_add(1, Ordering::AcqRel);
         *out = Box::into_raw(handle);
@@ -217,7 +217,7 @@ unsafe fn end(txn: *mut MDB_txn, commit: bool) -> Rc {
         TxnState::Read(_) | TxnState::Reset(_) | TxnState::Ended => {}
         TxnState::Write(w) => {
             if commit {
-                rc = w.commit().rc();
+                rc = (*w).commit().rc();
             }
         }
         TxnState::Nested(level) => {

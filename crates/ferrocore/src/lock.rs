@@ -109,8 +109,7 @@ impl LockFile {
     pub fn private(max_readers: usize) -> Result<LockFile> {
         // SAFETY: memfd_create takes a NUL-terminated name and flags; it returns a new
         // descriptor (or -1), which the File below then owns.
-        let fd =
-            unsafe { libc::memfd_create(b"ferrocore-nolock\0".as_ptr().cast(), libc::MFD_CLOEXEC) };
+        let fd = unsafe { libc::memfd_create(c"ferrocore-nolock".as_ptr(), libc::MFD_CLOEXEC) };
         if fd < 0 {
             return Err(io::Error::last_os_error().into());
         }
