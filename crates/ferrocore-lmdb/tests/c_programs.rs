@@ -9,13 +9,16 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// `target/<profile>`, where cargo put `liblmdb.so` and `liblmdb.a` for this test run.
+/// Where cargo put `liblmdb.so` and `liblmdb.a` for this test run: `cargo test` leaves
+/// them beside the test executable in `target/<profile>/deps` (`cargo build` also copies
+/// them up to `target/<profile>`, where an older build's copy may be stale).
 fn artifacts_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>")
-        .to_path_buf()
+    let deps = exe.parent().expect("target/<profile>/deps/<test>");
+    if deps.join("liblmdb.so").exists() {
+        return deps.to_path_buf();
+    }
+    deps.parent().expect("target/<profile>").to_path_buf()
 }
 
 fn crate_dir() -> PathBuf {
