@@ -1061,9 +1061,7 @@ impl<'env> WriteTxn<'env> {
             *self.tree_mut(db)?.0 = record_copy;
             return self.note(r.map(|_| None));
         }
-        if flags & (put_flags::NO_DUP_DATA | put_flags::APPEND_DUP) != 0 {
-            return Err(Error::Incompatible);
-        }
+        // Without DUPSORT, LMDB ignores NO_DUP_DATA and APPEND_DUP; so does ferrocore.
         let mode = PutMode {
             no_overwrite,
             append: flags & put_flags::APPEND != 0,
@@ -1674,8 +1672,9 @@ impl WriteCursor<'_, '_> {
     }
 
     /// Stores `key`/`value` and leaves the cursor on that pair. With `put_flags::CURRENT`
-    /// the item at the cursor is replaced (`key` must be its key; in a DUPSORT DB the current
-    /// value is replaced by `value`, which then takes its place in the order).
+    /// the item at the cursor is replaced (`key` should be its key; as in LMDB it is not
+    /// checked; in a DUPSORT DB the current value is replaced by `value`, which then takes
+    /// its place in the order).
     pub fn put(&mut self, key: &[u8], value: &[u8], flags: u32) -> Result<()> {
         if flags & put_flags::CURRENT != 0 {
             let (cur_key, cur_value) = match self.core.item(&self.txn.pages) {
@@ -1685,15 +1684,13 @@ impl WriteCursor<'_, '_> {
                 }
                 Err(e) => return Err(e),
             };
-            if self.core.cmp.compare(&cur_key, key) != std::cmp::Ordering::Equal {
-                return Err(Error::InvalidArgument(
-                    "CURRENT: the key differs from the cursor's",
-                ));
-            }
+            // As LMDB, the item at the cursor is replaced whatever `key` says (LMDB documents
+            // that it must match and does not check).
+            let _ = key;
             if self.core.dcmp.is_some() && cur_value != value {
-                self.txn.delete_value(self.db, key, Some(&cur_value))?;
+                self.txn.delete_value(self.db, &cur_key, Some(&cur_value))?;
             }
-            return self.put(key, value, flags & !put_flags::CURRENT);
+            return self.put(&cur_key, value, flags & !put_flags::CURRENT);
         }
         self.txn.put_inner(self.db, key, value, flags)?;
         self.refresh()?;
