@@ -157,7 +157,9 @@ pub unsafe extern "C" fn mdb_cursor_get(
         if key_too {
             set_val(key, fk);
         }
-        set_val(data, fv);
+        if !c.cursor.value_untouched() {
+            set_val(data, fv);
+        }
         Ok(())
     })
 }
@@ -251,9 +253,6 @@ pub unsafe extern "C" fn mdb_cursor_del(cursor: *mut MDB_cursor, flags: c_uint) 
             Access::Write(w) => w,
             Access::Read(_) => return Err(libc::EACCES),
         };
-        if !c.cursor.is_positioned() {
-            return Err(libc::EINVAL);
-        }
         dbi_rc(c.cursor.delete(w, flags & put_flags::NO_DUP_DATA))
     })
 }
@@ -268,9 +267,6 @@ pub unsafe extern "C" fn mdb_cursor_count(cursor: *mut MDB_cursor, countp: *mut 
     guard(env_of(c.txn), || {
         let out = countp.as_mut().ok_or(libc::EINVAL)?;
         let a = access(c.txn)?;
-        if !c.cursor.is_positioned() && c.cursor.is_dupsort() {
-            return Err(libc::EINVAL);
-        }
         *out = c.cursor.count(a.as_ref()).rc()? as usize;
         Ok(())
     })

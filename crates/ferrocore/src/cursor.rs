@@ -781,7 +781,13 @@ impl CursorCore {
         src: &'s S,
     ) -> Result<Option<&'s [u8]>> {
         self.del = false;
-        if !self.is_valid() && !self.last(src)? {
+        // As LMDB: only an unpositioned cursor goes to the last item first; one standing
+        // past the end after a delete has no previous page of values to return.
+        if self.pos.state != State::Valid {
+            if !self.last(src)? {
+                return Ok(None);
+            }
+        } else if self.main_past {
             return Ok(None);
         }
         match self.dup.as_mut() {
@@ -843,6 +849,14 @@ impl CursorCore {
             None => btree::node_value(src, &node)?,
         };
         Ok((node.key, value))
+    }
+
+    /// True if LMDB's values cursor would not be usable here: the key has a single plain
+    /// value (LMDB initialises its xcursor only for sets of values), or the values cursor
+    /// stands at or past the end after a move failed there (C_EOF). `MDB_GET_MULTIPLE` then
+    /// succeeds without returning anything, as in LMDB.
+    pub fn values_at_end(&self) -> bool {
+        matches!(self.dup, None | Some(DupPos::Single)) || self.x_eof || self.x_past
     }
 
     /// True if the current key's values are a sub-page or sub-DB (LMDB's `F_DUPDATA`), as
@@ -922,6 +936,35 @@ impl CursorCore {
         (self.main_past, self.eof, self.del) = (false, eof, del);
         (self.x_past, self.x_eof, self.x_del) = (x_past, x_eof, x_del);
         Ok(())
+    }
+
+    /// After a put with APPEND (`main`) or APPEND_DUP: LMDB found the place with its
+    /// "last" move, which marks the end (C_EOF) on the main cursor or on the values cursor.
+    pub fn mark_appended(&mut self, main: bool) {
+        if main {
+            self.eof = true;
+        } else if matches!(
+            self.dup,
+            Some(DupPos::Sub { .. }) | Some(DupPos::Tree { .. })
+        ) {
+            self.x_eof = true;
+        }
+    }
+
+    /// The main cursor's "deleted here" mark (LMDB's C_DEL).
+    pub fn deleted_mark(&self) -> bool {
+        self.del
+    }
+
+    /// Sets the main cursor's "deleted here" mark back (a refused put keeps it in LMDB).
+    pub fn set_deleted_mark(&mut self, on: bool) {
+        self.del = on;
+    }
+
+    /// Ends a `mdb_cursor_get` call, whatever its result: LMDB clears the main cursor's
+    /// "deleted here" mark at the end of every call, failed ones included.
+    pub fn end_get(&mut self) {
+        self.del = false;
     }
 
     /// `MDB_GET_CURRENT`: ends the "deleted here" marks of both cursors, as in LMDB.

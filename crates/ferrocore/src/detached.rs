@@ -127,6 +127,8 @@ pub struct DetachedCursor {
     seen_changes: u64,
     /// On a write txn: where the cursor stood after its last call, by content.
     place: SavedPlace,
+    /// The last `get` succeeded without a value to return (see [`DetachedCursor::get`]).
+    value_untouched: bool,
 }
 
 impl DetachedCursor {
@@ -141,6 +143,7 @@ impl DetachedCursor {
                 TxnRef::Read(_) => 0,
             },
             place: SavedPlace::default(),
+            value_untouched: false,
         })
     }
 
@@ -178,9 +181,14 @@ impl DetachedCursor {
         }
         let (record, orders) = w.tree(self.db)?;
         (self.core.cmp, self.core.dcmp) = (orders.key, orders.dup);
-        self.core.restore_place(&w.source(), record, &self.place)?;
-        self.seen_changes = w.changes();
-        Ok(())
+        if w.dropped_since(self.db, self.seen_changes) {
+            // As LMDB: emptying a DB unpositions its cursors.
+            self.core = CursorCore::new(record, orders);
+        } else {
+            self.core.restore_place(&w.source(), record, &self.place)?;
+        }
+        // The place found is the one to find again next time (even if the call fails).
+        self.remember(txn)
     }
 
     /// On a write txn, remembers the cursor's place by content.
@@ -194,7 +202,10 @@ impl DetachedCursor {
 
     /// Runs `op` (`mdb_cursor_get`): `key` is the key for the SET and GET_BOTH ops, `value`
     /// the value for the GET_BOTH ops. Returns the item the cursor lands on, `None` where
-    /// LMDB returns `MDB_NOTFOUND`. For the MULTIPLE ops the value is the packed values.
+    /// LMDB returns `MDB_NOTFOUND`. For the MULTIPLE ops the value is the packed values;
+    /// `MDB_GET_MULTIPLE` on a key whose values the cursor has moved past succeeds with
+    /// nothing to return, as in LMDB: then [`DetachedCursor::value_untouched`] is true and
+    /// the value returned is empty.
     pub fn get<'t>(
         &mut self,
         txn: TxnRef<'t, '_>,
@@ -203,9 +214,17 @@ impl DetachedCursor {
         value: Option<&[u8]>,
     ) -> Result<Option<Item<'t>>> {
         self.catch_up(txn)?;
+        self.value_untouched = false;
         let r = self.step(txn.source(), op, key, value);
+        self.core.end_get();
         self.remember(txn)?;
         r
+    }
+
+    /// True if the last [`DetachedCursor::get`] succeeded without a value (LMDB leaves the
+    /// caller's value as it was).
+    pub fn value_untouched(&self) -> bool {
+        self.value_untouched
     }
 
     fn step<'t>(
@@ -254,11 +273,17 @@ impl DetachedCursor {
                 true
             }
             GetMultiple | NextMultiple | PrevMultiple => {
+                // LMDB's order of checks: positioned (GET_MULTIPLE only), then DUPFIXED.
+                if op == GetMultiple && c.pos.state != State::Valid {
+                    return Err(Error::InvalidArgument("cursor is not positioned"));
+                }
                 if c.db.flags & crate::db_flags::DUP_FIXED == 0 {
                     return Err(Error::Incompatible);
                 }
-                if op == GetMultiple && c.pos.state != State::Valid {
-                    return Err(Error::InvalidArgument("cursor is not positioned"));
+                if op == GetMultiple && c.values_at_end() {
+                    // LMDB returns success and neither key nor value.
+                    self.value_untouched = true;
+                    return Ok(Some((&[][..], &[][..])));
                 }
                 return src.with(|s| {
                     let packed = match op {
@@ -292,10 +317,14 @@ impl DetachedCursor {
     /// Number of values of the current key (`mdb_cursor_count`); `Incompatible` on a DB
     /// without DUPSORT, as in LMDB.
     pub fn count(&mut self, txn: TxnRef<'_, '_>) -> Result<u64> {
+        // LMDB's order of checks: DUPSORT, then positioned.
         if self.core.dcmp.is_none() {
             return Err(Error::Incompatible);
         }
         self.catch_up(txn)?;
+        if !self.is_positioned() {
+            return Err(Error::InvalidArgument("cursor is not positioned"));
+        }
         let r = self.core.count(&txn.source());
         self.remember(txn)?;
         r
@@ -363,6 +392,10 @@ impl DetachedCursor {
     /// Deletes the item at the cursor (`mdb_cursor_del`); with `put_flags::NO_DUP_DATA`
     /// every value of the key.
     pub fn delete(&mut self, txn: &mut WriteTxn<'_>, flags: u32) -> Result<()> {
+        self.catch_up(TxnRef::Write(txn))?;
+        if !self.is_positioned() {
+            return Err(Error::InvalidArgument("cursor is not positioned"));
+        }
         self.with_write_cursor(txn, |c| c.delete(flags))
     }
 }

@@ -450,6 +450,27 @@ impl<S: PageStore> DupTree<'_, S> {
     }
 
     /// Deletes `key`'s node, whatever form its set has.
+    /// Turns the single plain value of `key` into a set of one value (a sub-page). LMDB
+    /// leaves a key so when it refuses an out-of-order APPEND_DUP on it: it converts the
+    /// node before it finds the order wrong.
+    pub fn make_set(&mut self, key: &[u8]) -> Result<()> {
+        let value = {
+            let src = &*self.tree.store;
+            let db = *self.tree.db;
+            match btree::get_node(src, &db, self.tree.cmp, key)? {
+                Some((flags, data)) if flags & node_flags::DUPDATA == 0 => data.to_vec(),
+                _ => return Ok(()),
+            }
+        };
+        let sub = self.encode(&[&value]);
+        let mode = PutMode {
+            node_flags: node_flags::DUPDATA,
+            any_kind: true,
+            ..PutMode::default()
+        };
+        self.tree.put(key, &sub, mode).map(|_| ())
+    }
+
     fn delete_node(&mut self, key: &[u8]) -> Result<()> {
         let node_kind = {
             let src = &*self.tree.store;

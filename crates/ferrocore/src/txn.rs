@@ -748,6 +748,9 @@ pub struct WriteTxn<'env> {
     /// Bumped by every change (put, delete, drop, nested abort): detached cursors compare it
     /// with the count they last saw to know whether the tree moved under them.
     changes: u64,
+    /// Each `drop_db` of this txn: the DB and the change count it made. LMDB unpositions
+    /// every cursor of a DB it empties; detached cursors read this to do the same.
+    drops: Vec<(u32, u64)>,
     // Released after Drop::drop has released the cross-process lock.
     _guard: MutexGuard<'env, ()>,
 }
@@ -808,6 +811,7 @@ impl<'env> WriteTxn<'env> {
             pages,
             failed: false,
             changes: 0,
+            drops: Vec::new(),
             _guard: guard,
         })
     }
@@ -825,6 +829,13 @@ impl<'env> WriteTxn<'env> {
     /// True if an operation failed part way (the txn can only be aborted).
     pub fn has_failed(&self) -> bool {
         self.failed
+    }
+
+    /// True if `db` was dropped (emptied or deleted) by a change after change count `since`.
+    pub(crate) fn dropped_since(&self, db: Database, since: u64) -> bool {
+        self.drops
+            .iter()
+            .any(|&(dbi, at)| dbi == db.0 && at > since)
     }
 
     /// A count that changes whenever this txn changes a tree (see [`crate::DetachedCursor`]).
@@ -1039,15 +1050,31 @@ impl<'env> WriteTxn<'env> {
                 // value of the key. Out of order is KeyExist.
                 let src = &self.pages;
                 let mut c = CursorCore::new(record_copy, orders);
+                let mut converts = false;
                 let in_order = if flags & put_flags::APPEND != 0 {
                     !c.last(src)? || cmp.compare(key, c.item(src)?.0) == std::cmp::Ordering::Greater
                 } else {
                     !c.seek(src, key, true)? || {
+                        converts = !c.on_dup_data(src)?;
                         c.edge_dup(src, true)?;
-                        dcmp.compare(value, c.item(src)?.1) == std::cmp::Ordering::Greater
+                        let last = c.item(src)?.1;
+                        converts &= last != value;
+                        dcmp.compare(value, last) == std::cmp::Ordering::Greater
                     }
                 };
                 if !in_order {
+                    if converts {
+                        // As LMDB: the single value became a set before the order was found
+                        // wrong, and stays one.
+                        let tree = TreeMut {
+                            store: &mut self.pages,
+                            db: &mut record_copy,
+                            cmp,
+                        };
+                        let r = DupTree { tree, dcmp }.make_set(key);
+                        *self.tree_mut(db)?.0 = record_copy;
+                        self.note(r)?;
+                    }
                     return Err(Error::KeyExist);
                 }
             }
@@ -1162,6 +1189,7 @@ impl<'env> WriteTxn<'env> {
         let rec = *record;
         let r = dupsort::free_tree(&mut self.pages, &rec);
         self.note(r)?;
+        self.drops.push((db.0, self.changes));
         if db == Database::MAIN {
             self.main_db = DbRecord::empty(rec.flags);
             // The named DBs' records were in it: they no longer exist in this txn.
@@ -1405,6 +1433,8 @@ pub struct NestedLevel {
     deleted_named: Vec<(u32, u16)>,
     main_dropped: bool,
     failed: bool,
+    /// `drops.len()` when the level began: an abort forgets the level's drops.
+    drops: usize,
 }
 
 impl<'env> WriteTxn<'env> {
@@ -1430,6 +1460,7 @@ impl<'env> WriteTxn<'env> {
             deleted_named: self.deleted_named.clone(),
             main_dropped: self.main_dropped,
             failed: self.failed,
+            drops: self.drops.len(),
         })
     }
 
@@ -1453,6 +1484,7 @@ impl<'env> WriteTxn<'env> {
         self.deleted_named = level.deleted_named;
         self.main_dropped = level.main_dropped;
         self.failed = level.failed;
+        self.drops.truncate(level.drops);
         self.changes = self.changes.wrapping_add(1);
     }
 }
@@ -1692,7 +1724,12 @@ impl WriteCursor<'_, '_> {
             }
             return self.put(&cur_key, value, flags & !put_flags::CURRENT);
         }
-        self.txn.put_inner(self.db, key, value, flags)?;
+        if let Err(e) = self.txn.put_inner(self.db, key, value, flags) {
+            if matches!(e, Error::KeyExist) {
+                self.stand_where_put_failed(key, value, flags)?;
+            }
+            return Err(e);
+        }
         self.refresh()?;
         let found = if self.core.dcmp.is_some() {
             self.core.seek_both(&self.txn.pages, key, value, true)?
@@ -1700,6 +1737,35 @@ impl WriteCursor<'_, '_> {
             self.core.seek(&self.txn.pages, key, true)?
         };
         debug_assert!(found, "a pair just stored is found");
+        if flags & put_flags::APPEND != 0 {
+            self.core.mark_appended(true);
+        } else if flags & put_flags::APPEND_DUP != 0 {
+            self.core.mark_appended(false);
+        }
+        Ok(())
+    }
+
+    /// After a put refused with `KeyExist`, stands where LMDB's cursor stands: on the last
+    /// item (APPEND: it looked there), on the key's last value (APPEND_DUP), on the pair
+    /// (NO_DUP_DATA), or on the key's first value (NO_OVERWRITE).
+    fn stand_where_put_failed(&mut self, key: &[u8], value: &[u8], flags: u32) -> Result<()> {
+        self.refresh()?;
+        let src = &self.txn.pages;
+        // LMDB returns from these two before it clears C_DEL; the mark stays.
+        let deleted_mark = self.core.deleted_mark();
+        if flags & put_flags::APPEND != 0 {
+            self.core.last(src)?;
+            self.core.set_deleted_mark(deleted_mark);
+        } else if flags & put_flags::APPEND_DUP != 0 && self.core.dcmp.is_some() {
+            if self.core.seek(src, key, true)? {
+                self.core.edge_dup(src, true)?;
+            }
+        } else if flags & put_flags::NO_DUP_DATA != 0 && self.core.dcmp.is_some() {
+            self.core.seek_both(src, key, value, true)?;
+        } else {
+            self.core.seek(src, key, true)?;
+            self.core.set_deleted_mark(deleted_mark);
+        }
         Ok(())
     }
 
