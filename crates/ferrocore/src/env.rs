@@ -1,6 +1,6 @@
 //! The environment: the data file, its map, the lock file, and what every txn shares.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -201,11 +201,42 @@ pub struct EnvInfo {
     pub num_readers: u32,
 }
 
-/// Process-wide set of open environments (by lock file identity): LMDB corrupts its locks
-/// when one process opens an environment twice; ferrocore refuses the second open.
-fn open_envs() -> &'static Mutex<HashSet<(u64, u64)>> {
-    static OPEN: OnceLock<Mutex<HashSet<(u64, u64)>>> = OnceLock::new();
+/// Process-wide set of open environments (by lock file identity), each with the fork
+/// generation it was opened in: LMDB corrupts its locks when one process opens an
+/// environment twice; ferrocore refuses the second open. An entry inherited through
+/// `fork()` does not count: the child may open the environment again.
+fn open_envs() -> &'static Mutex<HashMap<(u64, u64), u64>> {
+    static OPEN: OnceLock<Mutex<HashMap<(u64, u64), u64>>> = OnceLock::new();
     OPEN.get_or_init(Default::default)
+}
+
+/// Incremented in the child of every `fork()` (by a `pthread_atfork` handler installed
+/// when the first environment opens). An environment remembers the generation it was
+/// opened in; in a child, its txns fail with `Panic` instead of sharing the parent's reader
+/// slots and writer lock, which LMDB leaves undefined.
+static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn after_fork_in_child() {
+    // Only an atomic increment: the handler runs in the child of a possibly
+    // multi-threaded process, where little else is safe.
+    FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The current fork generation, without installing anything (for drops).
+pub(crate) fn current_fork_generation() -> u64 {
+    FORK_GENERATION.load(Ordering::Relaxed)
+}
+
+/// The current fork generation (see [`FORK_GENERATION`]), installing the handler once.
+pub(crate) fn fork_generation() -> u64 {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        // SAFETY: registers a handler that only increments an atomic; no prepare/parent
+        // handlers.
+        let rc = unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
+        debug_assert_eq!(rc, 0, "pthread_atfork");
+    });
+    FORK_GENERATION.load(Ordering::Relaxed)
 }
 
 /// State shared by every transaction of an environment.
@@ -242,17 +273,22 @@ pub(crate) struct EnvInner {
     pub spare_pages: Mutex<Vec<Box<[u8]>>>,
     /// Set when a commit failed part way: the environment must be reopened.
     pub failed: AtomicBool,
+    /// The fork generation the environment was opened in (see `fork_generation`).
+    pub fork_generation: u64,
     /// Last field, so it is dropped after the files are closed.
     _registration: Registration,
 }
 
-/// Entry of this environment in the process-wide registry; removed on drop.
-struct Registration((u64, u64));
+/// Entry of this environment in the process-wide registry (lock file identity, fork
+/// generation); removed on drop, unless a newer open (in a forked child) replaced it.
+struct Registration((u64, u64), u64);
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        if let Ok(mut set) = open_envs().lock() {
-            set.remove(&self.0);
+        if let Ok(mut map) = open_envs().lock() {
+            if map.get(&self.0) == Some(&self.1) {
+                map.remove(&self.0);
+            }
         }
     }
 }
@@ -324,7 +360,15 @@ impl Env {
             let meta_data = std::fs::metadata(&lock_path)?;
             (lock, (meta_data.dev(), meta_data.ino()))
         };
-        if !open_envs().lock().expect("registry lock").insert(lock_id) {
+        let generation = fork_generation();
+        let already_open = {
+            let mut map = open_envs().lock().expect("registry lock");
+            match map.insert(lock_id, generation) {
+                Some(g) if g == generation => true,
+                _ => false,
+            }
+        };
+        if already_open {
             return Err(Error::InvalidArgument(
                 "environment is already open in this process (opening it twice would corrupt its locks)",
             ));
@@ -334,7 +378,7 @@ impl Env {
             path,
             &data_path,
             lock,
-            Registration(lock_id),
+            Registration(lock_id, generation),
             opts,
             read_only,
         )
@@ -456,6 +500,7 @@ impl Env {
                 writer: Mutex::new(()),
                 spare_pages: Mutex::new(Vec::new()),
                 failed: AtomicBool::new(false),
+                fork_generation: registration.1,
                 _registration: registration,
             },
         })
@@ -665,6 +710,17 @@ impl Env {
 }
 
 impl EnvInner {
+    /// `Panic` if this process is a `fork()` child of the one that opened the environment.
+    #[inline]
+    pub fn check_not_forked(&self) -> Result<()> {
+        if FORK_GENERATION.load(Ordering::Relaxed) != self.fork_generation {
+            return Err(Error::Panic(
+                "environment opened before fork(): open it again in the child process",
+            ));
+        }
+        Ok(())
+    }
+
     /// Decodes the meta of committed txn `txnid` from the map.
     pub fn meta_for(&self, txnid: u64) -> Result<Meta> {
         let which = txnid & 1;

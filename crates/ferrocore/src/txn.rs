@@ -217,11 +217,16 @@ fn read_value<'s, S: PageSource + ?Sized>(
 struct ReaderSlot<'env> {
     lock: &'env LockFile,
     index: usize,
+    /// The fork generation it was taken in: a forked child must not give back the
+    /// parent's slot (the parent still reads under it).
+    fork_generation: u64,
 }
 
 impl Drop for ReaderSlot<'_> {
     fn drop(&mut self) {
-        self.lock.release_slot(self.index);
+        if crate::env::current_fork_generation() == self.fork_generation {
+            self.lock.release_slot(self.index);
+        }
     }
 }
 
@@ -230,6 +235,7 @@ fn take_snapshot(env: &EnvInner, slot: &ReaderSlot<'_>) -> Result<Meta> {
     if env.failed.load(Ordering::Acquire) {
         return Err(Error::Panic("a commit failed; reopen the environment"));
     }
+    env.check_not_forked()?;
     loop {
         let t = env.lock.begin_snapshot(slot.index);
         env.note_snapshot(t);
@@ -286,9 +292,11 @@ pub struct InactiveReadTxn<'env> {
 
 impl<'env> ReadTxn<'env> {
     pub(crate) fn begin(env: &'env EnvInner) -> Result<Self> {
+        env.check_not_forked()?;
         let slot = ReaderSlot {
             lock: &env.lock,
             index: env.lock.acquire_slot()?,
+            fork_generation: env.fork_generation,
         };
         let meta = take_snapshot(env, &slot)?;
         let pages = SnapshotPages::new(&env.map, env.page_size, meta.last_pgno);
@@ -760,6 +768,7 @@ impl<'env> WriteTxn<'env> {
         if env.flags.load(Ordering::Relaxed) & env_flags::READ_ONLY != 0 {
             return Err(Error::Io(std::io::Error::from_raw_os_error(libc::EACCES)));
         }
+        env.check_not_forked()?;
         let guard = env
             .writer
             .lock()
@@ -1264,6 +1273,7 @@ impl<'env> WriteTxn<'env> {
     /// Commits: every change becomes durable (unless `NO_SYNC`) and visible atomically.
     pub fn commit(mut self) -> Result<()> {
         self.check_usable()?;
+        self.env.check_not_forked()?;
         if self.pages.dirty_count() == 0
             && self.main_db == self.base.main_db
             && self.named.values().all(|n| !n.dirty)

@@ -251,3 +251,60 @@ fn a_killed_writer_releases_the_writer_lock() {
     txn.commit().unwrap();
     env.check().unwrap();
 }
+
+/// A `fork()` child cannot use the parent's environment (its txns fail with `Panic`
+/// instead of sharing the parent's reader slots and writer lock), but may open it anew;
+/// and the parent's reader slot survives the child dropping its copy of the read txn.
+#[test]
+fn a_forked_child_must_open_the_environment_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let mut txn = env.begin_write().unwrap();
+    txn.put(Database::MAIN, b"k", b"before fork", 0).unwrap();
+    txn.commit().unwrap();
+    let reader = env.begin_read().unwrap();
+    let readers_before = env.readers().len();
+    // SAFETY: the child only calls ferrocore and then _exit (no allocation-unsafe state is
+    // shared: the test threads of the parent do not run in the child).
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let code = (|| {
+            if !matches!(env.begin_read(), Err(ferrocore::Error::Panic(_))) {
+                return 1;
+            }
+            if !matches!(env.begin_write(), Err(ferrocore::Error::Panic(_))) {
+                return 2;
+            }
+            drop(reader); // must not give back the parent's reader slot
+            let again = match unsafe { EnvOptions::new().open(dir.path()) } {
+                Ok(e) => e,
+                Err(_) => return 3,
+            };
+            let found = match again.begin_read() {
+                Ok(t) => t.get(Database::MAIN, b"k").ok().flatten() == Some(&b"before fork"[..]),
+                Err(_) => false,
+            };
+            if found {
+                0
+            } else {
+                4
+            }
+        })();
+        // SAFETY: leave the child without running the parent's destructors or atexit.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child just forked.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(libc::WIFEXITED(status), "child crashed: {status}");
+    assert_eq!(libc::WEXITSTATUS(status), 0, "child check failed");
+    // The parent's reader still holds its slot and snapshot.
+    assert_eq!(env.readers().len(), readers_before);
+    assert_eq!(
+        reader.get(Database::MAIN, b"k").unwrap(),
+        Some(&b"before fork"[..])
+    );
+    drop(reader);
+    env.begin_write().unwrap().commit().unwrap();
+}
