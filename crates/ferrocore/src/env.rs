@@ -363,10 +363,7 @@ impl Env {
         let generation = fork_generation();
         let already_open = {
             let mut map = open_envs().lock().expect("registry lock");
-            match map.insert(lock_id, generation) {
-                Some(g) if g == generation => true,
-                _ => false,
-            }
+            matches!(map.insert(lock_id, generation), Some(g) if g == generation)
         };
         if already_open {
             return Err(Error::InvalidArgument(

@@ -268,7 +268,9 @@ impl<'e> DirtyPages<'e> {
                 self.reclaim.exhausted();
             }
             let p = self.next_pgno;
-            if p + count as u64 > self.max_pgno {
+            // As LMDB (`pgno + num >= me_maxpg`): the map's last page is never handed out,
+            // so a txn that filled the map up to MapFull leaves the same room as LMDB's.
+            if p + count as u64 >= self.max_pgno {
                 return Err(Error::MapFull);
             }
             self.next_pgno += count as u64;
