@@ -255,6 +255,13 @@ fn search_in<S: PageSource + ?Sized>(
 
 /// Reads the value of a leaf node, following an overflow run if it has one.
 pub fn node_value<'s, S: PageSource + ?Sized>(src: &'s S, node: &Node<'s>) -> Result<&'s [u8]> {
+    if node.flags & node_flags::DUPDATA != 0 {
+        // A set of values where a plain value belongs (a DB without DUPSORT).
+        return Err(Error::corrupted(
+            P_INVALID,
+            "node holds duplicate values in a DB without DUPSORT",
+        ));
+    }
     if node.flags & node_flags::BIGDATA == 0 {
         return Ok(node.data);
     }

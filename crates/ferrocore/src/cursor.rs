@@ -249,8 +249,25 @@ pub fn dup_value<'s, S: PageSource + ?Sized>(
     match dup {
         DupPos::Single => Ok(node.data),
         DupPos::Sub { idx, .. } => PageView::parse(node.data, leaf)?.key(*idx),
-        DupPos::Tree { pos, .. } => Ok(pos.current(src)?.0),
+        DupPos::Tree { pos, rec } => {
+            let value = pos.current(src)?.0;
+            check_fixed_size(rec, value.len(), pos.path.leaf())?;
+            Ok(value)
+        }
     }
+}
+
+/// In a DUPFIXED DB's sub-DB, every value has the size its record gives (`md_pad`): a
+/// record that says otherwise is corrupted (LMDB sizes LEAF2 reads by it; py-lmdb's
+/// MdPadTest forges it).
+fn check_fixed_size(rec: &DbRecord, size: usize, pgno: u64) -> Result<()> {
+    if rec.flags & crate::db_flags::DUP_FIXED != 0 && rec.pad as usize != size {
+        return Err(Error::corrupted(
+            pgno,
+            "sub-DB record's value size differs from its pages'",
+        ));
+    }
+    Ok(())
 }
 
 /// A cursor's state over one DB: its place in the tree and, in a DUPSORT DB, among the
@@ -745,11 +762,12 @@ impl CursorCore {
                     &node.data[PAGE_HEADER_SIZE..PAGE_HEADER_SIZE + *count * sub.fixed_size()],
                 ))
             }
-            Some(DupPos::Tree { pos, .. }) => {
+            Some(DupPos::Tree { pos, rec }) => {
                 let page = view(src, pos.path.leaf())?;
                 if !page.is_leaf2() {
                     return Err(Error::Incompatible);
                 }
+                check_fixed_size(rec, page.fixed_size(), pos.path.leaf())?;
                 let n = page.num_keys();
                 let level = pos.path.leaf_level();
                 pos.path.idx[level] = (n - 1) as u16;

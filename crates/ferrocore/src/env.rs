@@ -455,7 +455,15 @@ impl Env {
             }
             match chosen {
                 Some(c) => c,
-                None => return Err(first_err.unwrap_or(Error::Invalid("no valid meta page"))),
+                // No meta page is usable: to the application this is not an LMDB file it
+                // can open (LMDB's MDB_INVALID), whatever the first page's fault was.
+                None => {
+                    return Err(match first_err {
+                        Some(Error::Io(e)) => Error::Io(e),
+                        Some(Error::VersionMismatch { found }) => Error::VersionMismatch { found },
+                        _ => Error::Invalid("no valid meta page"),
+                    })
+                }
             }
         };
         let used = (current.last_pgno + 1) * page_size as u64;

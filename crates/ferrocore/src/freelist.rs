@@ -75,7 +75,16 @@ pub fn decode_idl(value: &[u8], pgno_for_errors: u64) -> Result<Vec<u64>> {
             "free-list record count exceeds its length",
         ));
     }
-    Ok((0..count).map(|i| read_u64(value, 8 + 8 * i)).collect())
+    let pages: Vec<u64> = (0..count).map(|i| read_u64(value, 8 + 8 * i)).collect();
+    // LMDB's IDLs are sorted descending without repeats, and never list a meta page: a
+    // page listed twice would be handed out twice.
+    if pages.windows(2).any(|w| w[0] <= w[1]) || pages.last().is_some_and(|&p| p < 2) {
+        return Err(Error::corrupted(
+            pgno_for_errors,
+            "free-list record not strictly descending, or listing a meta page",
+        ));
+    }
+    Ok(pages)
 }
 
 /// Encodes an IDL (pages must already be sorted descending), padded to `len` bytes.

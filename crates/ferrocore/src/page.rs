@@ -191,6 +191,10 @@ impl<'a> PageView<'a> {
         if flags & page_flags::SUBP == 0 && read_u64(header, 0) != pgno {
             return Err(corrupt(pgno, "page number in header does not match"));
         }
+        // LMDB clears P_DIRTY before it writes a page; only sub-pages keep it.
+        if flags & (page_flags::DIRTY | page_flags::SUBP) == page_flags::DIRTY {
+            return Err(corrupt(pgno, "page marked dirty in the file"));
+        }
         let lower = read_u16(header, 12) as usize;
         let upper = read_u16(header, 14) as usize;
         if lower < PAGE_HEADER_SIZE
