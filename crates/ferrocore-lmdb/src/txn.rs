@@ -214,7 +214,16 @@ unsafe fn end(txn: *mut MDB_txn, commit: bool) -> Rc {
         free_cursor(c);
     }
     match state {
-        TxnState::Read(_) | TxnState::Reset(_) | TxnState::Ended => {}
+        // As LMDB: a read txn's commit makes the DB handles it opened public; an abort
+        // closes them.
+        TxnState::Read(r) => {
+            if commit {
+                r.commit();
+            } else {
+                r.abort();
+            }
+        }
+        TxnState::Reset(_) | TxnState::Ended => {}
         TxnState::Write(w) => {
             if commit {
                 rc = (*w).commit().rc();

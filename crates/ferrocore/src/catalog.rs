@@ -53,6 +53,10 @@ pub struct CatalogEntry {
     pub flags: u16,
     /// Its orders: from the flags, or the application's comparators.
     pub orders: Orders,
+    /// The txns (by serial) the handle is private to, until one of them commits: empty for
+    /// a public handle. As LMDB documents for `mdb_dbi_open`: "The database handle will be
+    /// private to the current transaction until the transaction is successfully committed."
+    pub private_to: Vec<u64>,
 }
 
 /// Every named DB opened in this environment.
@@ -112,6 +116,44 @@ impl Catalog {
         self.lookup(name).is_none() && self.by_name.len() >= self.max_dbs
     }
 
+    /// The entry behind a handle, as txn `serial` may use it: `BadDbi` for a handle still
+    /// private to other txns.
+    pub fn entry_for(&self, dbi: u32, serial: u64) -> Result<&CatalogEntry> {
+        let e = self.entry(dbi)?;
+        if !e.private_to.is_empty() && !e.private_to.contains(&serial) {
+            return Err(Error::BadDbi);
+        }
+        Ok(e)
+    }
+
+    /// Makes the handles private to txn `serial` public (it committed).
+    pub fn publish(&mut self, serial: u64) {
+        for e in self.entries.iter_mut().flatten() {
+            if e.private_to.contains(&serial) {
+                e.private_to.clear();
+            }
+        }
+    }
+
+    /// Txn `serial` ended without committing: the handles only it had opened are closed,
+    /// as LMDB closes them. Returns true if one was.
+    pub fn discard(&mut self, serial: u64) -> bool {
+        let mut closed = false;
+        for slot in self.entries.iter_mut() {
+            let Some(e) = slot else { continue };
+            if !e.private_to.contains(&serial) {
+                continue;
+            }
+            e.private_to.retain(|&s| s != serial);
+            if e.private_to.is_empty() {
+                self.by_name.remove(&e.name);
+                *slot = None;
+                closed = true;
+            }
+        }
+        closed
+    }
+
     /// The entry behind a handle.
     pub fn entry(&self, dbi: u32) -> Result<&CatalogEntry> {
         dbi.checked_sub(FIRST_NAMED)
@@ -154,9 +196,16 @@ impl Catalog {
         Ok(())
     }
 
-    /// Registers a DB (or returns its existing handle).
-    pub fn register(&mut self, name: &[u8], flags: u16) -> Result<u32> {
+    /// Registers a DB for txn `serial` (or returns its existing handle). A new handle is
+    /// private to that txn until it commits; opening a handle still private to another txn
+    /// shares it.
+    pub fn register(&mut self, name: &[u8], flags: u16, serial: u64) -> Result<u32> {
         if let Some(dbi) = self.lookup(name) {
+            if let Ok(e) = self.entry_mut(dbi) {
+                if !e.private_to.is_empty() && !e.private_to.contains(&serial) {
+                    e.private_to.push(serial);
+                }
+            }
             return Ok(dbi);
         }
         if self.by_name.len() >= self.max_dbs {
@@ -166,6 +215,7 @@ impl Catalog {
             name: name.to_vec(),
             flags,
             orders: Orders::for_flags(flags),
+            private_to: vec![serial],
         };
         // Reuse the slot of a closed handle, as LMDB does.
         let slot = match self.entries.iter().position(Option::is_none) {
@@ -181,6 +231,13 @@ impl Catalog {
         let dbi = FIRST_NAMED + slot as u32;
         self.by_name.insert(name.to_vec(), dbi);
         Ok(dbi)
+    }
+
+    fn entry_mut(&mut self, dbi: u32) -> Result<&mut CatalogEntry> {
+        dbi.checked_sub(FIRST_NAMED)
+            .and_then(|i| self.entries.get_mut(i as usize))
+            .and_then(Option::as_mut)
+            .ok_or(Error::BadDbi)
     }
 
     /// Closes handle `dbi` (LMDB's `mdb_dbi_close`): later uses of it give `BadDbi`.

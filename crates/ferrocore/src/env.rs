@@ -275,6 +275,8 @@ pub(crate) struct EnvInner {
     pub failed: AtomicBool,
     /// The fork generation the environment was opened in (see `fork_generation`).
     pub fork_generation: u64,
+    /// Serial numbers of txns (for the handles they open).
+    pub txn_serial: AtomicU64,
     /// Last field, so it is dropped after the files are closed.
     _registration: Registration,
 }
@@ -506,6 +508,7 @@ impl Env {
                 spare_pages: Mutex::new(Vec::new()),
                 failed: AtomicBool::new(false),
                 fork_generation: registration.1,
+                txn_serial: AtomicU64::new(0),
                 _registration: registration,
             },
         })

@@ -99,14 +99,72 @@ struct NamedDb {
     dirty: bool,
 }
 
-/// Name, flags and key order behind a named-DB handle.
-fn catalog_entry(env: &EnvInner, db: Database) -> Result<(Vec<u8>, u16, Orders)> {
+/// Name, flags and key order behind a named-DB handle, as txn `serial` may use it.
+fn catalog_entry(env: &EnvInner, db: Database, serial: u64) -> Result<(Vec<u8>, u16, Orders)> {
+    Ok(catalog_entry_full(env, db, serial)?.0)
+}
+
+/// As [`catalog_entry`], and whether the handle is public (not private to an open txn).
+fn catalog_entry_full(
+    env: &EnvInner,
+    db: Database,
+    serial: u64,
+) -> Result<((Vec<u8>, u16, Orders), bool)> {
     let catalog = env
         .catalog
         .read()
         .map_err(|_| Error::Panic("catalog lock poisoned"))?;
-    let e = catalog.entry(db.0)?;
-    Ok((e.name.clone(), e.flags, e.orders))
+    let e = catalog.entry_for(db.0, serial)?;
+    Ok(((e.name.clone(), e.flags, e.orders), e.private_to.is_empty()))
+}
+
+/// The named-DB handles a txn opened: private to it until it commits (LMDB's rule), then
+/// public; closed if it ends otherwise. A read txn's handles become public when it ends,
+/// unless it is explicitly aborted.
+struct HandleScope<'env> {
+    env: &'env EnvInner,
+    /// Unique per txn (and per renewal of a read txn).
+    serial: u64,
+    /// The txn opened a handle.
+    opened: Cell<bool>,
+    /// On drop: publish (true) or close (false) the handles.
+    publish_on_drop: Cell<bool>,
+}
+
+impl<'env> HandleScope<'env> {
+    fn new(env: &'env EnvInner, publish_on_drop: bool) -> Self {
+        HandleScope {
+            env,
+            serial: env.txn_serial.fetch_add(1, Ordering::Relaxed) + 1,
+            opened: Cell::new(false),
+            publish_on_drop: Cell::new(publish_on_drop),
+        }
+    }
+
+    /// Makes the handles public now (a commit that others may observe next).
+    fn publish(&self) {
+        if self.opened.replace(false) {
+            if let Ok(mut c) = self.env.catalog.write() {
+                c.publish(self.serial);
+            }
+        }
+    }
+}
+
+impl Drop for HandleScope<'_> {
+    fn drop(&mut self) {
+        if !self.opened.get() {
+            return;
+        }
+        if self.publish_on_drop.get() {
+            self.publish();
+        } else if let Ok(mut c) = self.env.catalog.write() {
+            if c.discard(self.serial) {
+                // A slot was freed and may be reused: cached records must be re-checked.
+                self.env.orders_generation.fetch_add(1, Ordering::AcqRel);
+            }
+        }
+    }
 }
 
 /// `DbsFull` if `name` has no handle and none is left: LMDB's first check in
@@ -159,12 +217,13 @@ fn named_orders(
     db: Database,
     cached: Orders,
     cached_gen: u64,
+    serial: u64,
 ) -> Result<(Orders, u64)> {
     let gen = env.orders_generation.load(Ordering::Acquire);
     if gen == cached_gen {
         return Ok((cached, gen));
     }
-    Ok((catalog_entry(env, db)?.2, gen))
+    Ok((catalog_entry(env, db, serial)?.2, gen))
 }
 
 /// The orders of the free DB.
@@ -281,6 +340,8 @@ pub struct ReadTxn<'env> {
     named: RefCell<HashMap<u32, (DbRecord, Orders, u64)>>,
     /// The named DB used last (most txns use one): (dbi, record, orders, generation).
     last_named: Cell<Option<(u32, DbRecord, Orders, u64)>>,
+    /// Handles this txn opened.
+    handles: HandleScope<'env>,
 }
 
 /// A reset read transaction: it keeps its reader slot but holds no snapshot (so it pins
@@ -307,6 +368,7 @@ impl<'env> ReadTxn<'env> {
             pages,
             named: RefCell::default(),
             last_named: Cell::new(None),
+            handles: HandleScope::new(env, true),
         })
     }
 
@@ -321,7 +383,8 @@ impl<'env> ReadTxn<'env> {
                 // The DB this txn used last, without touching the map.
                 if let Some((dbi, record, orders, gen)) = self.last_named.get() {
                     if dbi == db.0 {
-                        let (orders, new_gen) = named_orders(self.env, db, orders, gen)?;
+                        let (orders, new_gen) =
+                            named_orders(self.env, db, orders, gen, self.handles.serial)?;
                         if new_gen != gen {
                             self.last_named.set(Some((dbi, record, orders, new_gen)));
                         }
@@ -331,7 +394,8 @@ impl<'env> ReadTxn<'env> {
                 let cached = self.named.borrow().get(&db.0).copied();
                 let (record, orders, gen) = match cached {
                     Some((record, orders, gen)) => {
-                        let (orders, gen) = named_orders(self.env, db, orders, gen)?;
+                        let (orders, gen) =
+                            named_orders(self.env, db, orders, gen, self.handles.serial)?;
                         (record, orders, gen)
                     }
                     None => self.load_named(db)?,
@@ -362,10 +426,13 @@ impl<'env> ReadTxn<'env> {
                 return Ok((record, Orders::for_flags(record.flags), gen));
             }
         }
-        let (name, flags, orders) = catalog_entry(self.env, db)?;
+        let ((name, flags, orders), public) =
+            catalog_entry_full(self.env, db, self.handles.serial)?;
         match named_record(&self.pages, &self.meta.main_db, &name, flags)? {
             Some(record) => {
-                if let Some(slot) = slot {
+                // A handle private to this txn stays out of the shared cache, which other
+                // txns read without asking the catalog.
+                if let (Some(slot), true) = (slot, public) {
                     slot.put_if_empty(snapshot, crate::seqcache::record_words(&record));
                 }
                 Ok((record, orders, gen))
@@ -389,7 +456,8 @@ impl<'env> ReadTxn<'env> {
             .catalog
             .write()
             .map_err(|_| Error::Panic("catalog lock poisoned"))?
-            .register(name.as_bytes(), record.flags)?;
+            .register(name.as_bytes(), record.flags, self.handles.serial)?;
+        self.handles.opened.set(true);
         Ok(Database(dbi))
     }
 
@@ -482,6 +550,15 @@ impl<'env> ReadTxn<'env> {
         crate::check::check_snapshot_with(&self.pages, &self.meta, &orders_for)
     }
 
+    /// Ends the txn; the DB handles it opened become usable in every txn (as LMDB's
+    /// `mdb_txn_commit` of a read txn). Dropping the txn does the same.
+    pub fn commit(self) {}
+
+    /// Ends the txn and closes the DB handles it opened (as LMDB's `mdb_txn_abort`).
+    pub fn abort(self) {
+        self.handles.publish_on_drop.set(false);
+    }
+
     /// Releases the snapshot but keeps the reader slot (LMDB's `mdb_txn_reset`).
     pub fn reset(self) -> InactiveReadTxn<'env> {
         self.env.lock.end_snapshot(self.slot.index);
@@ -504,6 +581,7 @@ impl<'env> InactiveReadTxn<'env> {
             pages,
             named: RefCell::default(),
             last_named: Cell::new(None),
+            handles: HandleScope::new(self.env, true),
         })
     }
 }
@@ -759,6 +837,8 @@ pub struct WriteTxn<'env> {
     /// Each `drop_db` of this txn: the DB and the change count it made. LMDB unpositions
     /// every cursor of a DB it empties; detached cursors read this to do the same.
     drops: Vec<(u32, u64)>,
+    /// Handles this txn opened (private to it until it commits).
+    handles: HandleScope<'env>,
     // Released after Drop::drop has released the cross-process lock.
     _guard: MutexGuard<'env, ()>,
 }
@@ -821,6 +901,7 @@ impl<'env> WriteTxn<'env> {
             failed: false,
             changes: 0,
             drops: Vec::new(),
+            handles: HandleScope::new(env, false),
             _guard: guard,
         })
     }
@@ -866,10 +947,10 @@ impl<'env> WriteTxn<'env> {
             _ => match self.named.get(&db.0) {
                 Some(n) => Ok((
                     n.record,
-                    named_orders(self.env, db, n.orders, n.generation)?.0,
+                    named_orders(self.env, db, n.orders, n.generation, self.handles.serial)?.0,
                 )),
                 None => {
-                    let (name, flags, cmp) = catalog_entry(self.env, db)?;
+                    let (name, flags, cmp) = catalog_entry(self.env, db, self.handles.serial)?;
                     let record = named_record(&self.pages, &self.main_db, &name, flags)?
                         .unwrap_or_else(|| DbRecord::empty(flags));
                     Ok((record, cmp))
@@ -888,7 +969,7 @@ impl<'env> WriteTxn<'env> {
             Database::FREE => Err(Error::InvalidArgument("the free DB is read-only")),
             _ => {
                 if !self.named.contains_key(&db.0) {
-                    let (name, flags, cmp) = catalog_entry(self.env, db)?;
+                    let (name, flags, cmp) = catalog_entry(self.env, db, self.handles.serial)?;
                     // A handle whose DB does not exist in this txn (created by a txn that
                     // aborted, or dropped) cannot be written.
                     let record = named_record(&self.pages, &self.main_db, &name, flags)?
@@ -904,7 +985,8 @@ impl<'env> WriteTxn<'env> {
                     );
                 }
                 let n = self.named.get_mut(&db.0).expect("just inserted");
-                (n.orders, n.generation) = named_orders(self.env, db, n.orders, n.generation)?;
+                (n.orders, n.generation) =
+                    named_orders(self.env, db, n.orders, n.generation, self.handles.serial)?;
                 n.dirty = true;
                 Ok((&mut n.record, n.orders))
             }
@@ -938,11 +1020,14 @@ impl<'env> WriteTxn<'env> {
                 if record.flags & KNOWN_FLAGS != db_flags && flags & !crate::db_flags::CREATE != 0 {
                     return Err(Error::Incompatible);
                 }
-                self.env
+                let dbi = self
+                    .env
                     .catalog
                     .write()
                     .map_err(|_| Error::Panic("catalog lock poisoned"))?
-                    .register(name, record.flags)?
+                    .register(name, record.flags, self.handles.serial)?;
+                self.handles.opened.set(true);
+                dbi
             }
 
             None if create => {
@@ -951,7 +1036,8 @@ impl<'env> WriteTxn<'env> {
                     .catalog
                     .write()
                     .map_err(|_| Error::Panic("catalog lock poisoned"))?
-                    .register(name, db_flags)?;
+                    .register(name, db_flags, self.handles.serial)?;
+                self.handles.opened.set(true);
                 // As LMDB does, the record enters the main DB at once (rewritten at commit).
                 let mode = PutMode {
                     node_flags: crate::page::node_flags::SUBDATA,
@@ -1210,7 +1296,7 @@ impl<'env> WriteTxn<'env> {
             *self.tree_mut(db)?.0 = DbRecord::empty(rec.flags);
             return Ok(());
         }
-        let (name, _, _) = catalog_entry(self.env, db)?;
+        let (name, _, _) = catalog_entry(self.env, db, self.handles.serial)?;
         let main_orders = main_orders(self.env, &self.main_db)?;
         let r = TreeMut {
             store: &mut self.pages,
@@ -1278,6 +1364,7 @@ impl<'env> WriteTxn<'env> {
             && self.main_db == self.base.main_db
             && self.named.values().all(|n| !n.dirty)
         {
+            self.handles.publish();
             return Ok(()); // Nothing changed: LMDB writes no meta either.
         }
         let r = self.commit_inner();
@@ -1297,7 +1384,7 @@ impl<'env> WriteTxn<'env> {
             .collect();
         changed.sort_unstable_by_key(|&(dbi, _)| dbi);
         for &(dbi, record) in &changed {
-            let (name, _, _) = catalog_entry(self.env, Database(dbi))?;
+            let (name, _, _) = catalog_entry(self.env, Database(dbi), self.handles.serial)?;
             let mode = PutMode {
                 node_flags: crate::page::node_flags::SUBDATA,
                 ..PutMode::default()
@@ -1374,6 +1461,8 @@ impl<'env> WriteTxn<'env> {
         // Before readers can see this txn, the record cache learns the new versions, and the
         // environment that this process wrote it.
         self.publish_records(&changed);
+        // The handles it opened become public before others can see the commit.
+        self.handles.publish();
         env.local_txnid.store(self.txnid, Ordering::SeqCst);
         env.lock.txnid_cell().store(self.txnid, Ordering::SeqCst);
         Ok(())

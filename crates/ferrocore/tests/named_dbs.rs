@@ -150,15 +150,24 @@ fn handles_are_valid_in_every_txn() {
     assert!(old_reader.cursor(db).unwrap().first().unwrap().is_none());
     let new_reader = env.begin_read().unwrap();
     assert_eq!(new_reader.get(db, b"k").unwrap(), Some(&b"v"[..]));
-    // A DB created by a txn that aborted: the handle stays valid, the DB does not exist.
+    // A handle is private to the txn that opened it until that txn commits (LMDB's rule):
+    // other txns meanwhile get BadDbi.
     let mut txn = env.begin_write().unwrap();
     let gone = txn.open_db(Some("gone"), CREATE).unwrap();
     txn.put(gone, b"k", b"v", 0).unwrap();
+    assert!(matches!(
+        env.begin_read().unwrap().get(gone, b"k"),
+        Err(Error::BadDbi)
+    ));
+    // A DB created by a txn that aborted: as in LMDB, its handle closes with the txn.
     txn.abort();
-    assert_eq!(env.begin_read().unwrap().get(gone, b"k").unwrap(), None);
+    assert!(matches!(
+        env.begin_read().unwrap().get(gone, b"k"),
+        Err(Error::BadDbi)
+    ));
     let mut txn = env.begin_write().unwrap();
     assert!(matches!(txn.put(gone, b"k", b"v", 0), Err(Error::BadDbi)));
-    // It can be created again and gets the same handle.
+    // It can be created again; the freed slot is reused, as LMDB does: the same handle.
     assert_eq!(txn.open_db(Some("gone"), CREATE).unwrap(), gone);
     txn.put(gone, b"k", b"again", 0).unwrap();
     txn.commit().unwrap();
@@ -347,8 +356,9 @@ fn every_snapshot_sees_its_own_version_of_a_named_db() {
     }
     // A fresh environment starts with an empty cache: readers fill it.
     let env = open(dir.path(), 3);
+    // The handle is opened by a read txn that ends: from then on every txn may use it.
+    let db = env.begin_read().unwrap().open_db(Some("versions")).unwrap();
     let r1 = env.begin_read().unwrap();
-    let db = r1.open_db(Some("versions")).unwrap();
     assert_eq!(r1.db_stat(db).unwrap().entries, 5);
     let mut txn = env.begin_write().unwrap();
     txn.put(db, b"new", b"y", 0).unwrap();
