@@ -99,17 +99,16 @@ struct NamedDb {
     dirty: bool,
 }
 
+/// Name, flags and key orders of a named DB.
+type EntryInfo = (Vec<u8>, u16, Orders);
+
 /// Name, flags and key order behind a named-DB handle, as txn `serial` may use it.
-fn catalog_entry(env: &EnvInner, db: Database, serial: u64) -> Result<(Vec<u8>, u16, Orders)> {
+fn catalog_entry(env: &EnvInner, db: Database, serial: u64) -> Result<EntryInfo> {
     Ok(catalog_entry_full(env, db, serial)?.0)
 }
 
 /// As [`catalog_entry`], and whether the handle is public (not private to an open txn).
-fn catalog_entry_full(
-    env: &EnvInner,
-    db: Database,
-    serial: u64,
-) -> Result<((Vec<u8>, u16, Orders), bool)> {
+fn catalog_entry_full(env: &EnvInner, db: Database, serial: u64) -> Result<(EntryInfo, bool)> {
     let catalog = env
         .catalog
         .read()
