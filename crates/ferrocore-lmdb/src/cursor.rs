@@ -17,16 +17,32 @@ pub struct MDB_cursor {
     pub(crate) cursor: DetachedCursor,
     /// The cursor's state before each nested txn it is lent to; restored if that txn aborts.
     pub(crate) backups: Vec<DetachedCursor>,
-    /// Owned by a write txn (freed when the txn ends).
+    /// Owned by a write txn (closed when the txn ends).
     tracked: bool,
+    /// False once closed: the handle then waits in the pool (see `pool`).
+    open: bool,
 }
 
-/// Frees a cursor owned by a write txn that is ending.
+/// Closes a cursor: marks it closed and gives the handle to the pool.
 ///
 /// # Safety
-/// `c` is a live cursor handle that nothing uses any more.
+/// `c` is a cursor handle from `mdb_cursor_open`.
 pub(crate) unsafe fn free_cursor(c: *mut MDB_cursor) {
-    drop(Box::from_raw(c));
+    let cursor = &mut *c;
+    if !cursor.open {
+        return;
+    }
+    cursor.open = false;
+    cursor.backups.clear();
+    crate::pool::recycle_cursor(c);
+}
+
+/// The open cursor behind `cursor`; `None` for null or a closed cursor.
+///
+/// # Safety
+/// `cursor` is null or a handle from `mdb_cursor_open` (handles are never freed).
+unsafe fn open_cursor<'a>(cursor: *mut MDB_cursor) -> Option<&'a mut MDB_cursor> {
+    cursor.as_mut().filter(|c| c.open)
 }
 
 /// Opens a cursor (`mdb_cursor_open`).
@@ -44,12 +60,13 @@ pub unsafe extern "C" fn mdb_cursor_open(
             other => other?,
         };
         let tracked = !t.is_read_only();
-        let handle = Box::into_raw(Box::new(MDB_cursor {
+        let handle = crate::pool::new_cursor(MDB_cursor {
             txn,
             cursor: detached,
             backups: Vec::new(),
             tracked,
-        }));
+            open: true,
+        });
         if tracked {
             t.cursors.push(handle);
         }
@@ -62,7 +79,7 @@ pub unsafe extern "C" fn mdb_cursor_open(
 /// closed when its own txn ends, as in LMDB.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_cursor_close(cursor: *mut MDB_cursor) {
-    let Some(c) = cursor.as_mut() else { return };
+    let Some(c) = open_cursor(cursor) else { return };
     guard_void(env_of(c.txn), || {
         if !c.backups.is_empty() {
             return;
@@ -72,7 +89,7 @@ pub unsafe extern "C" fn mdb_cursor_close(cursor: *mut MDB_cursor) {
             let t = &mut *c.txn;
             t.cursors.retain(|&p| p != cursor);
         }
-        drop(Box::from_raw(cursor));
+        free_cursor(cursor);
     })
 }
 
@@ -80,7 +97,7 @@ pub unsafe extern "C" fn mdb_cursor_close(cursor: *mut MDB_cursor) {
 #[no_mangle]
 pub unsafe extern "C" fn mdb_cursor_renew(txn: *mut MDB_txn, cursor: *mut MDB_cursor) -> c_int {
     guard(env_of(txn), || {
-        let c = cursor.as_mut().ok_or(libc::EINVAL)?;
+        let c = open_cursor(cursor).ok_or(libc::EINVAL)?;
         let t = txn.as_ref().ok_or(libc::EINVAL)?;
         if c.tracked || !t.is_read_only() {
             return Err(libc::EINVAL);
@@ -95,13 +112,13 @@ pub unsafe extern "C" fn mdb_cursor_renew(txn: *mut MDB_txn, cursor: *mut MDB_cu
 /// The cursor's txn (`mdb_cursor_txn`).
 #[no_mangle]
 pub unsafe extern "C" fn mdb_cursor_txn(cursor: *mut MDB_cursor) -> *mut MDB_txn {
-    cursor.as_ref().map_or(std::ptr::null_mut(), |c| c.txn)
+    open_cursor(cursor).map_or(std::ptr::null_mut(), |c| c.txn)
 }
 
 /// The cursor's database (`mdb_cursor_dbi`).
 #[no_mangle]
 pub unsafe extern "C" fn mdb_cursor_dbi(cursor: *mut MDB_cursor) -> MDB_dbi {
-    cursor.as_ref().map_or(0, |c| c.cursor.db().dbi())
+    open_cursor(cursor).map_or(0, |c| c.cursor.db().dbi())
 }
 
 /// Which of the caller's `MDB_val`s an op fills, as LMDB's `mdb_cursor_get` does.
@@ -121,7 +138,7 @@ pub unsafe extern "C" fn mdb_cursor_get(
     data: *mut MDB_val,
     op: c_uint,
 ) -> c_int {
-    let Some(c) = cursor.as_mut() else {
+    let Some(c) = open_cursor(cursor) else {
         return libc::EINVAL;
     };
     guard(env_of(c.txn), || {
@@ -183,7 +200,7 @@ pub unsafe extern "C" fn mdb_cursor_put(
     data: *mut MDB_val,
     flags: c_uint,
 ) -> c_int {
-    let Some(c) = cursor.as_mut() else {
+    let Some(c) = open_cursor(cursor) else {
         return libc::EINVAL;
     };
     guard(env_of(c.txn), || {
@@ -245,7 +262,7 @@ pub unsafe extern "C" fn mdb_cursor_put(
 /// its key.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_cursor_del(cursor: *mut MDB_cursor, flags: c_uint) -> c_int {
-    let Some(c) = cursor.as_mut() else {
+    let Some(c) = open_cursor(cursor) else {
         return libc::EINVAL;
     };
     guard(env_of(c.txn), || {
@@ -261,7 +278,7 @@ pub unsafe extern "C" fn mdb_cursor_del(cursor: *mut MDB_cursor, flags: c_uint) 
 /// without DUPSORT, as in LMDB.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_cursor_count(cursor: *mut MDB_cursor, countp: *mut usize) -> c_int {
-    let Some(c) = cursor.as_mut() else {
+    let Some(c) = open_cursor(cursor) else {
         return libc::EINVAL;
     };
     guard(env_of(c.txn), || {

@@ -9,10 +9,11 @@
 //! code, and a panic never crosses into C — it becomes `MDB_PANIC` and marks the
 //! environment failed.
 //!
-//! Handles are heap objects owned by the C program, as in LMDB: `mdb_env_close` frees the
-//! environment, `mdb_txn_commit`/`mdb_txn_abort` free a txn (and the cursors of a write
-//! txn), `mdb_cursor_close` frees a read txn's cursor. Using a handle after it was freed is
-//! the one misuse no library can catch; every other misuse LMDB documents returns a code.
+//! Handles follow LMDB's lifetimes: `mdb_env_close` frees the environment,
+//! `mdb_txn_commit`/`mdb_txn_abort` end a txn (and the cursors of a write txn),
+//! `mdb_cursor_close` ends a cursor. Ended txn and cursor handles are not freed but kept
+//! for reuse (`pool`), so using one after it ended gives `MDB_BAD_TXN` or `EINVAL` where
+//! LMDB would read freed memory (until the handle is reused by a new txn or cursor).
 
 // Raw pointers from C are dereferenced throughout; each `unsafe` block says why it is sound.
 #![allow(clippy::missing_safety_doc)]
@@ -23,6 +24,7 @@ pub mod cursor;
 pub mod dbi;
 pub mod env;
 pub mod errors;
+mod pool;
 pub mod txn;
 pub mod types;
 

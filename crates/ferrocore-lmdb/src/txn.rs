@@ -130,7 +130,7 @@ pub unsafe extern "C" fn mdb_txn_begin(
         // txn may borrow it for as long as the handle exists.
         let open: &'static Env = &*(e.open_env()? as *const Env);
         let flags = flags & MDB_RDONLY;
-        let mut handle = Box::new(MDB_txn {
+        let mut handle = MDB_txn {
             env,
             parent,
             child: std::ptr::null_mut(),
@@ -138,7 +138,7 @@ pub unsafe extern "C" fn mdb_txn_begin(
             cursors: Vec::new(),
             inherited: 0,
             id: 0,
-        });
+        };
         if let Some(p) = parent.as_mut() {
             if p.is_read_only() {
                 return Err(libc::EINVAL);
@@ -157,7 +157,7 @@ pub unsafe extern "C" fn mdb_txn_begin(
             // The parent's cursors are lent to the child (LMDB's shadow cursors).
             handle.cursors = std::mem::take(&mut p.cursors);
             handle.inherited = handle.cursors.len();
-            let child: *mut MDB_txn = Box::into_raw(handle);
+            let child: *mut MDB_txn = crate::pool::new_txn(handle);
             for &c in &(*child).cursors {
                 let c = &mut *c;
                 c.backups.push(c.cursor.clone());
@@ -178,7 +178,7 @@ pub unsafe extern "C" fn mdb_txn_begin(
             handle.state = TxnState::Write(Box::new(w));
         }
         e.live_txns.fetch_add(1, Ordering::AcqRel);
-        *out = Box::into_raw(handle);
+        *out = crate::pool::new_txn(handle);
         Ok(())
     })
 }
@@ -202,6 +202,10 @@ pub unsafe extern "C" fn mdb_txn_id(txn: *mut MDB_txn) -> usize {
 /// `txn` is a live txn handle; it is freed.
 unsafe fn end(txn: *mut MDB_txn, commit: bool) -> Rc {
     let t = &mut *txn;
+    if matches!(t.state, TxnState::Ended) {
+        // Already ended (a use after commit or abort): LMDB's handle would be freed.
+        return Err(MDB_BAD_TXN);
+    }
     let mut rc = Ok(());
     if !t.child.is_null() {
         rc = end(t.child, commit);
@@ -260,7 +264,10 @@ unsafe fn end(txn: *mut MDB_txn, commit: bool) -> Rc {
         }
     }
     t.env().live_txns.fetch_sub(1, Ordering::AcqRel);
-    drop(Box::from_raw(txn));
+    t.parent = std::ptr::null_mut();
+    t.child = std::ptr::null_mut();
+    t.inherited = 0;
+    crate::pool::recycle_txn(txn);
     rc
 }
 

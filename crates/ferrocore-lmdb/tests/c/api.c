@@ -43,6 +43,35 @@ int main(int argc, char **argv) {
 	CHECK(strcmp(mdb_strerror(MDB_KEYEXIST), "MDB_KEYEXIST: Key/data pair already exists") == 0);
 	CHECK(strcmp(mdb_strerror(MDB_BAD_DBI), "MDB_BAD_DBI: The specified DBI handle was closed/changed unexpectedly") == 0);
 	CHECK(strcmp(mdb_strerror(0), "Successful return: 0") == 0);
+	/* Every LMDB code has LMDB's text (the program also runs on the real LMDB). */
+	static const struct { int code; const char *text; } texts[] = {
+		{ MDB_KEYEXIST, "MDB_KEYEXIST: Key/data pair already exists" },
+		{ MDB_NOTFOUND, "MDB_NOTFOUND: No matching key/data pair found" },
+		{ MDB_PAGE_NOTFOUND, "MDB_PAGE_NOTFOUND: Requested page not found" },
+		{ MDB_CORRUPTED, "MDB_CORRUPTED: Located page was wrong type" },
+		{ MDB_PANIC, "MDB_PANIC: Update of meta page failed or environment had fatal error" },
+		{ MDB_VERSION_MISMATCH, "MDB_VERSION_MISMATCH: Database environment version mismatch" },
+		{ MDB_INVALID, "MDB_INVALID: File is not an LMDB file" },
+		{ MDB_MAP_FULL, "MDB_MAP_FULL: Environment mapsize limit reached" },
+		{ MDB_DBS_FULL, "MDB_DBS_FULL: Environment maxdbs limit reached" },
+		{ MDB_READERS_FULL, "MDB_READERS_FULL: Environment maxreaders limit reached" },
+		{ MDB_TLS_FULL, "MDB_TLS_FULL: Thread-local storage keys full - too many environments open" },
+		{ MDB_TXN_FULL, "MDB_TXN_FULL: Transaction has too many dirty pages - transaction too big" },
+		{ MDB_CURSOR_FULL, "MDB_CURSOR_FULL: Internal error - cursor stack limit reached" },
+		{ MDB_PAGE_FULL, "MDB_PAGE_FULL: Internal error - page has no more space" },
+		{ MDB_MAP_RESIZED, "MDB_MAP_RESIZED: Database contents grew beyond environment mapsize" },
+		{ MDB_INCOMPATIBLE, "MDB_INCOMPATIBLE: Operation and DB incompatible, or DB flags changed" },
+		{ MDB_BAD_RSLOT, "MDB_BAD_RSLOT: Invalid reuse of reader locktable slot" },
+		{ MDB_BAD_TXN, "MDB_BAD_TXN: Transaction must abort, has a child, or is invalid" },
+		{ MDB_BAD_VALSIZE, "MDB_BAD_VALSIZE: Unsupported size of key/DB name/data, or wrong DUPFIXED size" },
+		{ MDB_BAD_DBI, "MDB_BAD_DBI: The specified DBI handle was closed/changed unexpectedly" },
+	};
+	for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+		if (strcmp(mdb_strerror(texts[i].code), texts[i].text) != 0) {
+			fprintf(stderr, "mdb_strerror(%d) = \"%s\"\n", texts[i].code, mdb_strerror(texts[i].code));
+			failures++;
+		}
+	}
 	CHECK(strcmp(mdb_strerror(ENOENT), strerror(ENOENT)) == 0);
 
 	MDB_env *env;
@@ -220,6 +249,23 @@ int main(int argc, char **argv) {
 	OK(mdb_reader_check(env, &dead));
 	CHECK(dead == 0);
 	OK(mdb_txn_commit(txn));
+
+	/* Handles used after they ended: freed memory in LMDB (so only checked on ferrocore),
+	 * an error code here. */
+	if (getenv("EXPECT_FERROCORE")) {
+		MDB_txn *ended;
+		MDB_cursor *closed;
+		OK(mdb_txn_begin(env, NULL, MDB_RDONLY, &ended));
+		OK(mdb_cursor_open(ended, main_dbi, &closed));
+		mdb_cursor_close(closed);
+		RC(mdb_cursor_get(closed, &k, &d, MDB_FIRST), EINVAL);
+		mdb_cursor_close(closed); /* a second close is ignored */
+		OK(mdb_txn_commit(ended));
+		k = val("apple");
+		RC(mdb_get(ended, main_dbi, &k, &out), MDB_BAD_TXN);
+		RC(mdb_txn_commit(ended), MDB_BAD_TXN);
+		mdb_txn_abort(ended);
+	}
 
 	/* Write cursors: several at once, fixed up when the other writes. */
 	OK(mdb_txn_begin(env, NULL, 0, &txn));
