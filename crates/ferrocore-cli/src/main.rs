@@ -181,6 +181,10 @@ fn stat(path: &PathBuf, no_subdir: bool) -> ferrocore::Result<()> {
     println!("  Last transaction ID: {}", info.last_txnid);
     println!("  Max readers: {}", info.max_readers);
     println!("  Number of readers used: {}", info.num_readers);
+    println!(
+        "  Oldest reader: {} txns behind, pinning {} freed pages",
+        info.oldest_reader_lag, info.pinned_pages
+    );
     println!("Status of Main DB");
     println!("  Tree depth: {}", s.depth);
     println!("  Branch pages: {}", s.branch_pages);

@@ -199,6 +199,12 @@ pub struct EnvInfo {
     pub max_readers: u32,
     /// Reader slots used (high-water mark).
     pub num_readers: u32,
+    /// Commits since the oldest snapshot a live reader holds (0 without readers): a long
+    /// lag means a long-lived reader.
+    pub oldest_reader_lag: u64,
+    /// Pages freed since that snapshot, which cannot be reused while it is held: what a
+    /// long-lived reader costs in file growth.
+    pub pinned_pages: u64,
 }
 
 /// Process-wide set of open environments (by lock file identity), each with the fork
@@ -277,6 +283,8 @@ pub(crate) struct EnvInner {
     pub fork_generation: u64,
     /// Serial numbers of txns (for the handles they open).
     pub txn_serial: AtomicU64,
+    /// When the writer last looked for dead readers (ms since `process_clock`, +1).
+    pub last_stale_check: AtomicU64,
     /// Last field, so it is dropped after the files are closed.
     _registration: Registration,
 }
@@ -509,6 +517,7 @@ impl Env {
                 failed: AtomicBool::new(false),
                 fork_generation: registration.1,
                 txn_serial: AtomicU64::new(0),
+                last_stale_check: AtomicU64::new(0),
                 _registration: registration,
             },
         })
@@ -538,13 +547,37 @@ impl Env {
     /// Map size, last page, last txn and reader counts.
     pub fn info(&self) -> Result<EnvInfo> {
         let meta = self.inner.latest_meta()?;
+        let oldest = self.inner.lock.oldest_reader();
+        let (oldest_reader_lag, pinned_pages) = match oldest {
+            Some(snapshot) if snapshot < meta.txnid => {
+                (meta.txnid - snapshot, self.pages_freed_after(snapshot)?)
+            }
+            _ => (0, 0),
+        };
         Ok(EnvInfo {
             map_size: self.inner.map_size.load(Ordering::Acquire),
             last_pgno: meta.last_pgno,
             last_txnid: meta.txnid,
             max_readers: self.inner.lock.max_readers() as u32,
             num_readers: self.inner.lock.num_readers() as u32,
+            oldest_reader_lag,
+            pinned_pages,
         })
+    }
+
+    /// Pages that txns after `snapshot` freed (their free-DB records' counts).
+    fn pages_freed_after(&self, snapshot: u64) -> Result<u64> {
+        let txn = self.begin_read()?;
+        let mut cursor = txn.cursor(crate::Database::FREE)?;
+        let mut pinned = 0;
+        let mut item = cursor.set_range(&(snapshot + 1).to_le_bytes())?;
+        while let Some((_, value)) = item {
+            if let Some(count) = value.get(..8) {
+                pinned += u64::from_le_bytes(count.try_into().expect("8 bytes"));
+            }
+            item = cursor.next()?;
+        }
+        Ok(pinned)
     }
 
     /// Sets an application key comparator for `db` (LMDB's `mdb_set_compare`). Call it
@@ -717,7 +750,27 @@ impl Env {
     }
 }
 
+/// Milliseconds since the first call in this process (a monotonic clock).
+fn process_clock_ms() -> u64 {
+    static START: OnceLock<std::time::Instant> = OnceLock::new();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_millis() as u64
+}
+
 impl EnvInner {
+    /// True at most once a second: time for the writer to look for dead readers.
+    pub fn stale_reader_check_due(&self) -> bool {
+        let now = process_clock_ms() + 1;
+        let last = self.last_stale_check.load(Ordering::Relaxed);
+        (last == 0 || now >= last + 1000)
+            && self
+                .last_stale_check
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
+
     /// `Panic` if this process is a `fork()` child of the one that opened the environment.
     #[inline]
     pub fn check_not_forked(&self) -> Result<()> {

@@ -868,11 +868,16 @@ impl<'env> WriteTxn<'env> {
         // records above r kept; and, as in LMDB, so does the snapshot before the last commit
         // (the other meta page): with NOMETASYNC or NOSYNC the last meta may not be on disk,
         // and after a crash the file falls back to it. So the records below both are free.
-        let limit = env
-            .lock
-            .oldest_reader()
-            .map_or(u64::MAX, |r| r + 1)
-            .min(base.txnid);
+        let mut oldest = env.lock.oldest_reader();
+        if oldest.is_some_and(|r| r < base.txnid) && env.stale_reader_check_due() {
+            // A reader pins pages this txn could reuse. If its process died (killed while
+            // reading), clear its slot now, as LMDB's writer does when it runs short of
+            // pages; at most once a second, so a live long reader costs nothing.
+            if env.lock.clear_stale_readers().unwrap_or(0) > 0 {
+                oldest = env.lock.oldest_reader();
+            }
+        }
+        let limit = oldest.map_or(u64::MAX, |r| r + 1).min(base.txnid);
         let spare = std::mem::take(
             &mut *env
                 .spare_pages

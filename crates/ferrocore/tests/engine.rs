@@ -617,3 +617,32 @@ fn the_snapshot_before_the_last_commit_is_never_overwritten() {
         assert_eq!(txn.get(Database::MAIN, &key(i)).unwrap(), Some(&value[..]));
     }
 }
+
+/// A long-lived reader is visible in `info`: how many commits behind it is, and how many
+/// freed pages its snapshot keeps from being reused.
+#[test]
+fn info_reports_a_long_lived_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let mut txn = env.begin_write().unwrap();
+    for i in 0..2000 {
+        txn.put(Database::MAIN, &key(i), &[1u8; 100], 0).unwrap();
+    }
+    txn.commit().unwrap();
+    let info = env.info().unwrap();
+    assert_eq!((info.oldest_reader_lag, info.pinned_pages), (0, 0));
+    let reader = env.begin_read().unwrap();
+    for round in 0..5u8 {
+        let mut txn = env.begin_write().unwrap();
+        for i in 0..2000 {
+            txn.put(Database::MAIN, &key(i), &[round; 100], 0).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let info = env.info().unwrap();
+    assert_eq!(info.oldest_reader_lag, 5);
+    assert!(info.pinned_pages > 100, "{info:?}");
+    drop(reader);
+    let info = env.info().unwrap();
+    assert_eq!((info.oldest_reader_lag, info.pinned_pages), (0, 0));
+}

@@ -230,6 +230,27 @@ fn a_killed_reader_is_cleared_by_reader_check() {
     assert_eq!(env.reader_check().unwrap(), 0);
 }
 
+/// The writer clears a dead reader's slot itself when that reader pins pages, as LMDB's
+/// writer does: its pages become reusable without anyone calling `reader_check`.
+#[test]
+fn the_writer_clears_a_dead_readers_slot_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let mut reader = spawn("hold_reader", dir.path(), &[]);
+    wait_for(&dir.path().join("reader-ready"));
+    let pid = reader.id();
+    reader.kill().unwrap();
+    reader.wait().unwrap();
+    // A commit makes the dead reader's snapshot an old one, which pins pages.
+    let mut txn = env.begin_write().unwrap();
+    txn.put(Database::MAIN, b"after", b"kill", 0).unwrap();
+    txn.commit().unwrap();
+    assert!(env.readers().iter().any(|&(p, _, _)| p == pid));
+    // The next writer finds it and clears it.
+    env.begin_write().unwrap().commit().unwrap();
+    assert!(!env.readers().iter().any(|&(p, _, _)| p == pid));
+}
+
 #[test]
 fn a_killed_writer_releases_the_writer_lock() {
     let dir = tempfile::tempdir().unwrap();
