@@ -26,6 +26,14 @@ static int reverse_cmp(const MDB_val *a, const MDB_val *b) {
 	return (int)b->mv_size - (int)a->mv_size;
 }
 
+/* memcmp order: the default, set explicitly to check mdb_set_dupsort. */
+static int bytes_cmp(const MDB_val *a, const MDB_val *b) {
+	size_t n = a->mv_size < b->mv_size ? a->mv_size : b->mv_size;
+	int c = memcmp(a->mv_data, b->mv_data, n);
+	if (c) return c;
+	return a->mv_size < b->mv_size ? -1 : a->mv_size > b->mv_size;
+}
+
 static int lines = 0;
 static int count_lines(const char *msg, void *ctx) { (void)msg; (*(int *)ctx)++; lines++; return 0; }
 
@@ -194,6 +202,7 @@ int main(int argc, char **argv) {
 	/* Cursors on a read txn; renew. */
 	OK(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));
 	OK(mdb_set_compare(txn, rev, reverse_cmp));
+	OK(mdb_set_dupsort(txn, dups, bytes_cmp));
 	MDB_cursor *cur;
 	OK(mdb_cursor_open(txn, rev, &cur));
 	CHECK(mdb_cursor_txn(cur) == txn && mdb_cursor_dbi(cur) == rev);
@@ -384,6 +393,37 @@ int main(int argc, char **argv) {
 	}
 	CHECK(rc == MDB_MAP_FULL);
 	RC(mdb_txn_commit(txn), MDB_BAD_TXN);
+	mdb_env_close(env);
+
+	/* Every reader slot taken: MDB_READERS_FULL. */
+	snprintf(path, sizeof path, "%s/readers", dir);
+	CHECK(mkdir(path, 0755) == 0);
+	OK(mdb_env_create(&env));
+	OK(mdb_env_set_maxreaders(env, 2));
+	OK(mdb_env_open(env, path, MDB_NOTLS, 0664));
+	MDB_txn *r1, *r2, *r3;
+	OK(mdb_txn_begin(env, NULL, MDB_RDONLY, &r1));
+	OK(mdb_txn_begin(env, NULL, MDB_RDONLY, &r2));
+	RC(mdb_txn_begin(env, NULL, MDB_RDONLY, &r3), MDB_READERS_FULL);
+	mdb_txn_abort(r1);
+	OK(mdb_txn_begin(env, NULL, MDB_RDONLY, &r3));
+	mdb_txn_abort(r3);
+	mdb_txn_abort(r2);
+	mdb_env_close(env);
+
+	/* Not an LMDB file: MDB_INVALID. */
+	snprintf(path, sizeof path, "%s/garbage", dir);
+	CHECK(mkdir(path, 0755) == 0);
+	{
+		char file[4200];
+		snprintf(file, sizeof file, "%s/data.mdb", path);
+		FILE *f = fopen(file, "w");
+		CHECK(f != NULL);
+		for (int i = 0; i < 8192; i++) fputc('x', f);
+		fclose(f);
+	}
+	OK(mdb_env_create(&env));
+	RC(mdb_env_open(env, path, 0, 0664), MDB_INVALID);
 	mdb_env_close(env);
 
 	if (failures) { fprintf(stderr, "%d checks failed\n", failures); return 1; }
