@@ -330,6 +330,10 @@ fn check_map_size(env: &EnvInner, slot: &ReaderSlot<'_>, meta: Meta) -> Result<M
 }
 
 /// A read-only transaction: a consistent snapshot of the last commit when it began.
+///
+/// Not tied to a thread (LMDB's `MDB_NOTLS` is always in effect): it is `Send`, so it and
+/// its cursors may move to another thread and end there; it is not `Sync` (one thread at a
+/// time). A thread may hold several read txns at once.
 pub struct ReadTxn<'env> {
     env: &'env EnvInner,
     slot: ReaderSlot<'env>,
@@ -816,6 +820,9 @@ impl<'t> Cursor<'t> {
 }
 
 /// The write transaction. Only one exists at a time in the whole environment.
+///
+/// Tied to the thread that began it (it holds the environment's writer mutex), as LMDB's
+/// write txn is: it is not `Send`.
 pub struct WriteTxn<'env> {
     env: &'env EnvInner,
     txnid: u64,

@@ -89,3 +89,30 @@ fn readers_on_many_threads_never_see_a_torn_view() {
     let txn = env.begin_read().unwrap();
     assert_eq!((0..ACCOUNTS).map(|i| balance(&txn, i)).sum::<u64>(), TOTAL);
 }
+
+/// Read txns are not tied to a thread (LMDB's NOTLS behaviour, always on): a read txn and
+/// its cursors can move to another thread; the environment is shared by reference.
+#[test]
+fn read_txns_move_between_threads() {
+    fn assert_send<T: Send>() {}
+    fn assert_sync<T: Sync>() {}
+    assert_send::<ferrocore::ReadTxn<'static>>();
+    assert_send::<ferrocore::Cursor<'static>>();
+    assert_sync::<Env>();
+    assert_send::<Env>();
+
+    let dir = tempfile::tempdir().unwrap();
+    // SAFETY: nothing else touches this fresh environment's files.
+    let env = unsafe { Env::open(dir.path()) }.unwrap();
+    let mut txn = env.begin_write().unwrap();
+    txn.put(Database::MAIN, b"k", b"v", 0).unwrap();
+    txn.commit().unwrap();
+    let reader = env.begin_read().unwrap();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            assert_eq!(reader.get(Database::MAIN, b"k").unwrap(), Some(&b"v"[..]));
+            drop(reader); // ends on another thread than it began
+        });
+    });
+    assert_eq!(env.readers().len(), 0);
+}
