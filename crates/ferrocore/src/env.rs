@@ -366,9 +366,25 @@ impl Env {
             let id = (u64::MAX, PRIVATE.fetch_add(1, Ordering::Relaxed));
             (LockFile::private(opts.max_readers as usize)?, id)
         } else {
-            let lock = LockFile::open(&lock_path, opts.max_readers as usize, opts.file_mode)?;
-            let meta_data = std::fs::metadata(&lock_path)?;
-            (lock, (meta_data.dev(), meta_data.ino()))
+            match LockFile::open(&lock_path, opts.max_readers as usize, opts.file_mode) {
+                Ok(lock) => {
+                    let meta_data = std::fs::metadata(&lock_path)?;
+                    (lock, (meta_data.dev(), meta_data.ino()))
+                }
+                // A read-only environment on files or a file system this process may not
+                // write: read without the shared lock table, as LMDB does on a read-only
+                // file system. Writers elsewhere cannot see these readers, so (as with
+                // NO_LOCK) they must not run meanwhile.
+                Err(Error::Io(e))
+                    if read_only
+                        && matches!(e.raw_os_error(), Some(libc::EACCES | libc::EROFS)) =>
+                {
+                    static PRIVATE: AtomicU64 = AtomicU64::new(0);
+                    let id = (u64::MAX - 1, PRIVATE.fetch_add(1, Ordering::Relaxed));
+                    (LockFile::private(opts.max_readers as usize)?, id)
+                }
+                Err(e) => return Err(e),
+            }
         };
         let generation = fork_generation();
         let already_open = {

@@ -1119,3 +1119,53 @@ fn emptied_tree_round_trip() {
     let lm = lmdb::Env::open(path, LMDB_MAP_SIZE);
     lm_verify("LMDB reading the refilled tree", &lm, &model, &gone);
 }
+
+/// While ferrocore has an environment open, a real LMDB process (Debian's `mdb_stat`)
+/// refuses it cleanly: the lock file carries ferrocore's own format word, so LMDB answers
+/// MDB_VERSION_MISMATCH instead of misreading the lock table. Once ferrocore has closed
+/// it, LMDB re-initialises the lock file and opens the environment; and ferrocore then
+/// re-initialises the lock file LMDB left (docs/FORMAT.md §14).
+#[test]
+fn a_live_ferrocore_environment_is_refused_by_lmdb_processes() {
+    if !lmdb_utils_available() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI needs lmdb-utils (mdb_stat)"
+        );
+        eprintln!("skipped: mdb_stat is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let stat = |dir: &Path| {
+        Command::new("mdb_stat")
+            .arg("-e")
+            .arg(dir)
+            .output()
+            .unwrap()
+    };
+    {
+        let env = fc_open(dir.path());
+        let mut txn = env.begin_write().unwrap();
+        txn.put(Database::MAIN, b"k", b"v", 0).unwrap();
+        txn.commit().unwrap();
+        let out = stat(dir.path());
+        assert!(!out.status.success(), "LMDB opened a live ferrocore env");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("MDB_VERSION_MISMATCH"), "{err}");
+        // ferrocore is unharmed.
+        let txn = env.begin_read().unwrap();
+        assert_eq!(txn.get(Database::MAIN, b"k").unwrap(), Some(&b"v"[..]));
+    }
+    let out = stat(dir.path());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Entries: 1"));
+    let env = fc_open(dir.path());
+    assert_eq!(
+        env.begin_read().unwrap().get(Database::MAIN, b"k").unwrap(),
+        Some(&b"v"[..])
+    );
+}

@@ -66,6 +66,23 @@ fn child_process_entry() {
         return;
     };
     let dir = PathBuf::from(std::env::var(DIR).unwrap());
+    if role == "read_only_files" {
+        // As an unprivileged user (root's permission checks would pass anyway).
+        // SAFETY: plain syscalls dropping to nobody/nogroup in this child process.
+        unsafe {
+            if libc::geteuid() == 0 {
+                assert_eq!(libc::setgid(65534), 0);
+                assert_eq!(libc::setuid(65534), 0);
+            }
+        }
+        // SAFETY: nothing modifies the environment while this child reads it.
+        let env = unsafe { EnvOptions::new().flags(env_flags::READ_ONLY).open(&dir) }
+            .expect("a read-only environment on read-only files opens");
+        let txn = env.begin_read().unwrap();
+        assert_eq!(read_u64(&txn, Database::MAIN, b"counter"), 7);
+        assert!(env.begin_write().is_err());
+        return;
+    }
     let env = open(&dir);
     match role.as_str() {
         "increment" => {
@@ -246,9 +263,37 @@ fn the_writer_clears_a_dead_readers_slot_itself() {
     txn.put(Database::MAIN, b"after", b"kill", 0).unwrap();
     txn.commit().unwrap();
     assert!(env.readers().iter().any(|&(p, _, _)| p == pid));
-    // The next writer finds it and clears it.
+    assert!(env.info().unwrap().oldest_reader_lag > 0);
+    // The next writer finds it and clears it: nothing pins pages any more.
     env.begin_write().unwrap().commit().unwrap();
     assert!(!env.readers().iter().any(|&(p, _, _)| p == pid));
+    let info = env.info().unwrap();
+    assert_eq!((info.oldest_reader_lag, info.pinned_pages), (0, 0));
+}
+
+/// An environment on files and a directory this process may not write opens read-only:
+/// its lock file cannot be opened for writing, so it reads without the shared lock table
+/// (as LMDB does on a read-only file system). The child drops to an unprivileged user.
+#[test]
+fn read_only_files_open_read_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let env = open(dir.path());
+        let mut txn = env.begin_write().unwrap();
+        txn.put(Database::MAIN, b"counter", &7u64.to_le_bytes(), 0)
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let set = |path: &Path, mode| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    set(&dir.path().join("data.mdb"), 0o444);
+    set(&dir.path().join("lock.mdb"), 0o444);
+    set(dir.path(), 0o555);
+    let status = spawn("read_only_files", dir.path(), &[]).wait().unwrap();
+    set(dir.path(), 0o755);
+    assert!(status.success(), "the read-only child failed: {status}");
 }
 
 #[test]
