@@ -3,9 +3,9 @@
 
 use std::os::raw::{c_int, c_uint, c_void};
 
-use ferrocore::{put_flags, CursorOp, Database, DetachedCursor, Error};
+use ferrocore::{put_flags, CursorOp, Database, DetachedCursor};
 
-use crate::dbi::{dbi_rc, env_of};
+use crate::dbi::{dbi_rc, env_of, put_rc};
 use crate::txn::{access, open_detached, Access, MDB_txn};
 use crate::types::codes::*;
 use crate::types::*;
@@ -246,15 +246,7 @@ pub unsafe extern "C" fn mdb_cursor_put(
             let v = val_slice(data).ok_or(libc::EINVAL)?;
             c.cursor.put(w, k, v, flags)
         };
-        match r {
-            Err(Error::KeyExist) if flags & put_flags::NO_OVERWRITE != 0 => {
-                if let Ok(Some(existing)) = w.get(c.cursor.db(), k) {
-                    set_val(data, existing);
-                }
-                Err(MDB_KEYEXIST)
-            }
-            other => dbi_rc(other),
-        }
+        put_rc(r, flags, w, c.cursor.db(), k, data)
     })
 }
 

@@ -251,16 +251,32 @@ pub unsafe extern "C" fn mdb_put(
             let v = val_slice(data).ok_or(libc::EINVAL)?;
             w.put(db, k, v, flags)
         };
-        match r {
-            Err(Error::KeyExist) if flags & put_flags::NO_OVERWRITE != 0 => {
-                if let Ok(Some(existing)) = w.get(db, k) {
-                    set_val(data, existing);
-                }
-                Err(MDB_KEYEXIST)
-            }
-            other => dbi_rc(other),
-        }
+        put_rc(r, flags, w, db, k, data)
     })
+}
+
+/// The code of a put, as LMDB answers it: with `MDB_NOOVERWRITE` on an existing key,
+/// `MDB_KEYEXIST` and `data` pointed at the existing value.
+///
+/// # Safety
+/// `data` is null or a writable `MDB_val`.
+pub(crate) unsafe fn put_rc(
+    r: ferrocore::Result<()>,
+    flags: c_uint,
+    w: &ferrocore::WriteTxn<'_>,
+    db: Database,
+    key: &[u8],
+    data: *mut MDB_val,
+) -> Rc {
+    match r {
+        Err(Error::KeyExist) if flags & put_flags::NO_OVERWRITE != 0 => {
+            if let Ok(Some(existing)) = w.get(db, key) {
+                set_val(data, existing);
+            }
+            Err(MDB_KEYEXIST)
+        }
+        other => dbi_rc(other),
+    }
 }
 
 /// Deletes a key, or with `data` (DUPSORT) one of its values (`mdb_del`).

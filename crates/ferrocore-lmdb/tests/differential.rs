@@ -280,6 +280,21 @@ fn read_back(v: &Val, input: Option<&[u8]>) -> Option<Bytes> {
     ))
 }
 
+/// What a put returned: its code, and with NOOVERWRITE on an existing key the value it
+/// handed back.
+fn put_outcome(rc: c_int, flags: c_uint, v: &Val, value: &[u8]) -> Outcome {
+    let existing = if rc == -30799 && flags & NOOVERWRITE != 0 {
+        read_back(v, Some(value))
+    } else {
+        None
+    };
+    Outcome {
+        rc,
+        key: None,
+        data: existing,
+    }
+}
+
 /// One call of the sequence, generated once and applied to both engines.
 #[derive(Clone, Debug)]
 enum Op {
@@ -595,16 +610,7 @@ impl Side {
                         );
                         return Self::outcome(rc, None, None);
                     }
-                    let existing = if rc == -30799 && flags & NOOVERWRITE != 0 {
-                        read_back(&v, Some(&value[..]))
-                    } else {
-                        None
-                    };
-                    Outcome {
-                        rc,
-                        key: None,
-                        data: existing,
-                    }
+                    put_outcome(rc, *flags, &v, value)
                 }
                 Op::Del { db, key, value } => {
                     let mut k = in_val(key);
@@ -734,16 +740,7 @@ impl Side {
                     if rc == 0 || rc == -30799 {
                         self.after_dup_put(db, Some(c));
                     }
-                    let existing = if rc == -30799 && flags & NOOVERWRITE != 0 {
-                        read_back(&v, Some(&value[..]))
-                    } else {
-                        None
-                    };
-                    Outcome {
-                        rc,
-                        key: None,
-                        data: existing,
-                    }
+                    put_outcome(rc, *flags, &v, &value)
                 }
                 Op::CursorPutMultiple { which, key, values } => {
                     let (c, _, db) = self.cursors[*which % self.cursors.len()];
