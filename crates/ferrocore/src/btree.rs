@@ -254,16 +254,24 @@ fn search_in<S: PageSource + ?Sized>(
 }
 
 /// Reads the value of a leaf node, following an overflow run if it has one.
+#[inline]
 pub fn node_value<'s, S: PageSource + ?Sized>(src: &'s S, node: &Node<'s>) -> Result<&'s [u8]> {
+    // The common case, inline: a value in the node.
+    if node.flags & (node_flags::DUPDATA | node_flags::BIGDATA) == 0 {
+        return Ok(node.data);
+    }
+    node_value_slow(src, node)
+}
+
+/// [`node_value`] for a value in an overflow run (or a node that should not be read so).
+#[cold]
+fn node_value_slow<'s, S: PageSource + ?Sized>(src: &'s S, node: &Node<'s>) -> Result<&'s [u8]> {
     if node.flags & node_flags::DUPDATA != 0 {
         // A set of values where a plain value belongs (a DB without DUPSORT).
         return Err(Error::corrupted(
             P_INVALID,
             "node holds duplicate values in a DB without DUPSORT",
         ));
-    }
-    if node.flags & node_flags::BIGDATA == 0 {
-        return Ok(node.data);
     }
     let pgno = node.overflow_pgno();
     let size = node.data_size();

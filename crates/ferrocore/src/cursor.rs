@@ -153,6 +153,21 @@ impl Position {
         Ok(None)
     }
 
+    /// Moves to the next item if it is on the same leaf (no page read); false otherwise,
+    /// the position unchanged.
+    #[inline]
+    pub fn next_on_leaf(&mut self) -> bool {
+        if self.state != State::Valid {
+            return false;
+        }
+        let level = self.path.leaf_level();
+        if (self.path.idx[level] as usize) + 1 < self.leaf_keys {
+            self.path.idx[level] += 1;
+            return true;
+        }
+        false
+    }
+
     /// Moves to the next item. Returns false (leaving the cursor on the last item) at the end.
     pub fn next<S: PageSource + ?Sized>(&mut self, src: &S, db: &DbRecord) -> Result<bool> {
         match self.state {
@@ -573,7 +588,15 @@ impl CursorCore {
     }
 
     /// `MDB_NEXT`: the next value of this key, else the first of the next key.
+    #[inline]
     pub fn next<S: PageSource + ?Sized>(&mut self, src: &S) -> Result<bool> {
+        // The common case of a scan, inline: a DB without DUPSORT, a cursor on an item with
+        // no mark set, the next item on the same leaf. (`enter` would only reset the
+        // values-cursor state, which a DB without DUPSORT does not use.)
+        if self.dcmp.is_none() && !(self.del | self.eof | self.main_past) && self.pos.next_on_leaf()
+        {
+            return Ok(true);
+        }
         let r = self.next_op(src, Step::Any);
         self.op_done(r)
     }
