@@ -633,7 +633,16 @@ impl<S: PageStore> TreeMut<'_, S> {
             return Ok(Some(path));
         }
         let mut path = Path::default();
-        let (idx, exact) = search(&*self.store, self.db, self.cmp, key, &mut path)?;
+        let (idx, exact) = if mode.append {
+            // As LMDB's MDB_APPEND: down the rightmost edge, one comparison with the last
+            // key, and the new key goes after it (or KeyExist).
+            match self.append_slot(key, &mut path)? {
+                Some(idx) => (idx, false),
+                None => return Err(Error::KeyExist),
+            }
+        } else {
+            search(&*self.store, self.db, self.cmp, key, &mut path)?
+        };
         if exact {
             let flags = view(&*self.store, path.leaf())?.node(idx)?.flags;
             if !mode.any_kind {
@@ -656,9 +665,6 @@ impl<S: PageStore> TreeMut<'_, S> {
             if exact {
                 return Ok(Some(path));
             }
-        }
-        if mode.append && (exact || !self.is_rightmost(&path, idx)?) {
-            return Err(Error::KeyExist);
         }
         self.touch_path(&mut path)?;
         let leaf = path.leaf();
@@ -736,21 +742,39 @@ impl<S: PageStore> TreeMut<'_, S> {
         Ok(true)
     }
 
-    /// True if slot `idx` of the leaf on `path` is past the last key of the whole tree.
-    fn is_rightmost(&self, path: &Path, idx: usize) -> Result<bool> {
-        for level in 0..path.depth {
-            let n = view(&*self.store, path.pgno[level])?.num_keys();
-            let last = if level == path.leaf_level() { n } else { n - 1 };
-            let at = if level == path.leaf_level() {
-                idx
-            } else {
-                path.idx[level] as usize
-            };
-            if at != last {
-                return Ok(false);
-            }
+    /// Fills `path` with the tree's rightmost edge and returns the slot after the last
+    /// key, if `key` sorts after it; `None` if it does not (APPEND's KeyExist).
+    fn append_slot(&self, key: &[u8], path: &mut Path) -> Result<Option<usize>> {
+        let depth = self.db.depth as usize;
+        if depth == 0 || depth > MAX_DEPTH {
+            return Err(Error::corrupted(self.db.root, "tree depth out of range"));
         }
-        Ok(true)
+        let mut pgno = self.db.root;
+        for level in 0..depth {
+            let page = view(&*self.store, pgno)?;
+            if page.is_leaf() != (level + 1 == depth) {
+                return Err(Error::corrupted(
+                    pgno,
+                    "page type does not match its tree level",
+                ));
+            }
+            let n = page.num_keys();
+            path.pgno[level] = pgno;
+            if page.is_leaf() {
+                path.depth = depth;
+                path.idx[level] = n as u16;
+                if n > 0 && self.cmp.compare(key, page.key(n - 1)?) != Ordering::Greater {
+                    return Ok(None);
+                }
+                return Ok(Some(n));
+            }
+            if n == 0 {
+                return Err(Error::corrupted(pgno, "empty branch page"));
+            }
+            path.idx[level] = (n - 1) as u16;
+            pgno = page.child(n - 1)?;
+        }
+        unreachable!("the loop returns at the leaf level")
     }
 
     /// Inserts `key`/`value` at slot `idx` of the (dirty, full) page at `level` of `path`
