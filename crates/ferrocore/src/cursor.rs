@@ -338,6 +338,12 @@ impl CursorCore {
         }
     }
 
+    /// True if the cursor has a position: it was placed and its last positioning did not
+    /// fail (it may still stand past the end after a delete). LMDB's C_INITIALIZED.
+    pub fn is_positioned(&self) -> bool {
+        self.pos.state == State::Valid
+    }
+
     /// True if the cursor stands on an item.
     pub fn is_valid(&self) -> bool {
         self.pos.state == State::Valid && !self.main_past && !self.x_past
@@ -631,8 +637,16 @@ impl CursorCore {
         self.op_done(r)
     }
 
-    /// `MDB_FIRST_DUP` / `MDB_LAST_DUP`: the first or last value of the current key.
+    /// `MDB_FIRST_DUP` / `MDB_LAST_DUP`: the first or last value of the current key. As in
+    /// LMDB, `InvalidArgument` on a cursor that is not positioned and `Incompatible`
+    /// outside a DUPSORT DB; either leaves the cursor's marks as they were.
     pub fn edge_dup<S: PageSource + ?Sized>(&mut self, src: &S, last: bool) -> Result<bool> {
+        if !self.is_positioned() {
+            return Err(Error::InvalidArgument("cursor is not positioned"));
+        }
+        if self.dcmp.is_none() {
+            return Err(Error::Incompatible);
+        }
         let r = self.edge_dup_inner(src, last);
         self.op_done(r)
     }
@@ -1008,10 +1022,15 @@ impl CursorCore {
         self.del = false;
     }
 
-    /// `MDB_GET_CURRENT`: ends the "deleted here" marks of both cursors, as in LMDB.
-    pub fn current_op(&mut self) {
+    /// `MDB_GET_CURRENT`: ends the "deleted here" marks of both cursors, as in LMDB, or
+    /// `InvalidArgument` (LMDB's EINVAL) on a cursor that is not positioned.
+    pub fn current_op(&mut self) -> Result<()> {
+        if !self.is_positioned() {
+            return Err(Error::InvalidArgument("cursor is not positioned"));
+        }
         self.del = false;
         self.x_del = false;
+        Ok(())
     }
 
     /// After the item (`key`, `value`) was deleted through this cursor (`value` None: the

@@ -159,7 +159,7 @@ impl DetachedCursor {
 
     /// True if the cursor stands on a key (even one whose values it has moved past).
     pub fn is_positioned(&self) -> bool {
-        self.core.pos.state == State::Valid
+        self.core.is_positioned()
     }
 
     /// Binds the cursor to a new txn, unpositioned (`mdb_cursor_renew`).
@@ -247,15 +247,7 @@ impl DetachedCursor {
             PrevDup => c.prev_dup(&src)?,
             NextNoDup => c.next_nodup(&src)?,
             PrevNoDup => c.prev_nodup(&src)?,
-            FirstDup | LastDup => {
-                if c.pos.state != State::Valid {
-                    return Err(Error::InvalidArgument("cursor is not positioned"));
-                }
-                if c.dcmp.is_none() {
-                    return Err(Error::Incompatible);
-                }
-                c.edge_dup(&src, op == LastDup)?
-            }
+            FirstDup | LastDup => c.edge_dup(&src, op == LastDup)?,
             Set | SetKey => c.seek(&src, need_key()?, true)?,
             SetRange => c.seek(&src, need_key()?, false)?,
             GetBoth | GetBothRange => {
@@ -266,10 +258,7 @@ impl DetachedCursor {
                 c.seek_both(&src, need_key()?, v, op == GetBoth)?
             }
             GetCurrent => {
-                if c.pos.state != State::Valid {
-                    return Err(Error::InvalidArgument("cursor is not positioned"));
-                }
-                c.current_op();
+                c.current_op()?;
                 true
             }
             GetMultiple | NextMultiple | PrevMultiple => {
@@ -393,9 +382,6 @@ impl DetachedCursor {
     /// every value of the key.
     pub fn delete(&mut self, txn: &mut WriteTxn<'_>, flags: u32) -> Result<()> {
         self.catch_up(TxnRef::Write(txn))?;
-        if !self.is_positioned() {
-            return Err(Error::InvalidArgument("cursor is not positioned"));
-        }
         self.with_write_cursor(txn, |c| c.delete(flags))
     }
 }

@@ -753,13 +753,14 @@ impl<'t> Cursor<'t> {
         self.found(moved)
     }
 
-    /// First value of the current key (`MDB_FIRST_DUP`).
+    /// First value of the current key (`MDB_FIRST_DUP`); `InvalidArgument` on a cursor that
+    /// is not positioned, `Incompatible` outside a DUPSORT DB.
     pub fn first_dup(&mut self) -> Result<Option<Item<'t>>> {
         let moved = self.core.edge_dup(&self.src, false)?;
         self.found(moved)
     }
 
-    /// Last value of the current key (`MDB_LAST_DUP`).
+    /// Last value of the current key (`MDB_LAST_DUP`); errors as [`Cursor::first_dup`].
     pub fn last_dup(&mut self) -> Result<Option<Item<'t>>> {
         let moved = self.core.edge_dup(&self.src, true)?;
         self.found(moved)
@@ -789,8 +790,10 @@ impl<'t> Cursor<'t> {
         self.found(moved)
     }
 
-    /// The item at the cursor (`MDB_GET_CURRENT`).
+    /// The item at the cursor (`MDB_GET_CURRENT`); `InvalidArgument` on a cursor that is
+    /// not positioned.
     pub fn current(&mut self) -> Result<Option<Item<'t>>> {
+        self.core.current_op()?;
         self.found(true)
     }
 
@@ -1721,9 +1724,10 @@ impl WriteCursor<'_, '_> {
         next_nodup => |c, src| c.next_nodup(src);
         /// Last value of the previous key (`MDB_PREV_NODUP`).
         prev_nodup => |c, src| c.prev_nodup(src);
-        /// First value of the current key (`MDB_FIRST_DUP`).
+        /// First value of the current key (`MDB_FIRST_DUP`); `InvalidArgument` on a cursor
+        /// that is not positioned, `Incompatible` outside a DUPSORT DB.
         first_dup => |c, src| c.edge_dup(src, false);
-        /// Last value of the current key (`MDB_LAST_DUP`).
+        /// Last value of the current key (`MDB_LAST_DUP`); errors as for `first_dup`.
         last_dup => |c, src| c.edge_dup(src, true);
     }
 
@@ -1756,9 +1760,10 @@ impl WriteCursor<'_, '_> {
     }
 
     /// The item at the cursor; after a delete, the item that followed the deleted one (and,
-    /// as in LMDB, the next move then starts from it).
+    /// as in LMDB, the next move then starts from it). `InvalidArgument` on a cursor that
+    /// is not positioned.
     pub fn current(&mut self) -> Result<Option<Item<'_>>> {
-        self.core.current_op();
+        self.core.current_op()?;
         self.found(true)
     }
 
@@ -1883,6 +1888,11 @@ impl WriteCursor<'_, '_> {
     /// `put_flags::NO_DUP_DATA` every value of the key. The cursor then stands on the item
     /// that followed: `next` returns it, `prev` the one before the deleted item.
     pub fn delete(&mut self, flags: u32) -> Result<()> {
+        // As LMDB: EINVAL on a cursor never positioned, or left unpositioned (its last
+        // positioning failed, or a delete emptied the DB).
+        if !self.core.is_positioned() {
+            return Err(Error::InvalidArgument("cursor is not positioned"));
+        }
         let all = flags & put_flags::NO_DUP_DATA != 0 || self.core.dcmp.is_none();
         // Deleting a whole key needs only the key (LMDB allows it even when the cursor stands
         // past the key's last value); deleting one value needs the value under the cursor.

@@ -292,6 +292,11 @@ fn run_segment(env: &Env, ops: &[Op], committed: &mut Model, seed: &mut u64) -> 
                     if i % 2 == 0 {
                         at = cursor.next().unwrap().map(|(a, _)| a.to_vec());
                         assert_eq!(at, succ);
+                    } else if model.is_empty() {
+                        // The DB is empty: the cursor is not positioned (LMDB's EINVAL).
+                        assert!(matches!(cursor.current(), Err(Error::InvalidArgument(_))));
+                        at = cursor.next().unwrap().map(|(a, _)| a.to_vec());
+                        assert_eq!(at, None);
                     } else {
                         assert_eq!(cursor.current().unwrap().map(|(a, _)| a.to_vec()), succ);
                         at = cursor.next().unwrap().map(|(a, _)| a.to_vec());
