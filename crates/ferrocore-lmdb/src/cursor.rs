@@ -6,7 +6,7 @@ use std::os::raw::{c_int, c_uint, c_void};
 use ferrocore::{put_flags, CursorOp, Database, DetachedCursor};
 
 use crate::dbi::{dbi_rc, env_of, put_rc};
-use crate::txn::{access, open_detached, Access, MDB_txn};
+use crate::txn::{access, open_detached, settle_cursors, Access, MDB_txn};
 use crate::types::codes::*;
 use crate::types::*;
 use crate::{guard, guard_void, set_val, val_slice, ToRc};
@@ -246,7 +246,9 @@ pub unsafe extern "C" fn mdb_cursor_put(
             let v = val_slice(data).ok_or(libc::EINVAL)?;
             c.cursor.put(w, k, v, flags)
         };
-        put_rc(r, flags, w, c.cursor.db(), k, data)
+        let rc = put_rc(r, flags, w, c.cursor.db(), k, data);
+        settle_cursors(c.txn, c.cursor.db(), cursor);
+        rc
     })
 }
 
@@ -262,7 +264,9 @@ pub unsafe extern "C" fn mdb_cursor_del(cursor: *mut MDB_cursor, flags: c_uint) 
             Access::Write(w) => w,
             Access::Read(_) => return Err(libc::EACCES),
         };
-        dbi_rc(c.cursor.delete(w, flags & put_flags::NO_DUP_DATA))
+        let rc = dbi_rc(c.cursor.delete(w, flags & put_flags::NO_DUP_DATA));
+        settle_cursors(c.txn, c.cursor.db(), cursor);
+        rc
     })
 }
 

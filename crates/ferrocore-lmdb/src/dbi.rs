@@ -8,7 +8,7 @@ use std::os::raw::{c_char, c_int, c_uint, c_void};
 use ferrocore::{db_flags, put_flags, Database, Error};
 
 use crate::env::{env_ref, write_stat, MDB_env};
-use crate::txn::{access, write_access, Access, MDB_txn};
+use crate::txn::{access, settle_cursors, write_access, Access, MDB_txn};
 use crate::types::codes::*;
 use crate::types::*;
 use crate::{guard, guard_void, set_val, val_slice, Rc, ToRc};
@@ -104,7 +104,9 @@ pub unsafe extern "C" fn mdb_drop(txn: *mut MDB_txn, dbi: MDB_dbi, del: c_int) -
             return Err(libc::EINVAL);
         }
         let w = write_access(txn)?;
-        dbi_rc(w.drop_db(Database::from_dbi(dbi), del == 1))
+        let rc = dbi_rc(w.drop_db(Database::from_dbi(dbi), del == 1));
+        settle_cursors(txn, Database::from_dbi(dbi), std::ptr::null_mut());
+        rc
     })
 }
 
@@ -243,7 +245,7 @@ pub unsafe extern "C" fn mdb_put(
             match w.put_reserve(db, k, data_val.mv_size, flags & !put_flags::RESERVE) {
                 Ok(slot) => {
                     data_val.mv_data = slot.as_mut_ptr() as *mut c_void;
-                    return Ok(());
+                    Ok(())
                 }
                 Err(e) => Err(e),
             }
@@ -251,7 +253,9 @@ pub unsafe extern "C" fn mdb_put(
             let v = val_slice(data).ok_or(libc::EINVAL)?;
             w.put(db, k, v, flags)
         };
-        put_rc(r, flags, w, db, k, data)
+        let rc = put_rc(r, flags, w, db, k, data);
+        settle_cursors(txn, db, std::ptr::null_mut());
+        rc
     })
 }
 
@@ -293,10 +297,11 @@ pub unsafe extern "C" fn mdb_del(
         let db = Database::from_dbi(dbi);
         let is_dupsort = dbi_rc(w.db_flags(db))? & db_flags::DUP_SORT != 0;
         let value = if is_dupsort { val_slice(data) } else { None };
-        if dbi_rc(w.delete_value(db, k, value))? {
-            Ok(())
-        } else {
-            Err(MDB_NOTFOUND)
+        let deleted = dbi_rc(w.delete_value(db, k, value));
+        settle_cursors(txn, db, std::ptr::null_mut());
+        match deleted? {
+            true => Ok(()),
+            false => Err(MDB_NOTFOUND),
         }
     })
 }

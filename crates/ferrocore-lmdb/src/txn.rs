@@ -103,6 +103,39 @@ pub(crate) unsafe fn access<'a>(txn: *mut MDB_txn) -> Rc<Access<'a>> {
     }
 }
 
+/// After a write to `db` in `txn`, whatever its outcome (a refused put may still have
+/// changed the tree), settles every other cursor of the txn on `db` where it must stand,
+/// as LMDB's fix-ups do at each write (see [`DetachedCursor::settle`]).
+///
+/// # Safety
+/// `txn` is null or a txn handle; its cursor handles are live (they are never freed).
+pub(crate) unsafe fn settle_cursors(
+    txn: *mut MDB_txn,
+    db: ferrocore::Database,
+    writer: *mut MDB_cursor,
+) {
+    let count = match txn.as_ref() {
+        Some(t) => t.cursors.len(),
+        None => return,
+    };
+    for i in 0..count {
+        // SAFETY: `txn` is a live handle (the caller's contract), read afresh each time so
+        // that no borrow of it is held across `access`. Its cursor handles are never freed,
+        // and none is borrowed elsewhere during this call: the one that wrote (`writer`,
+        // whose call is on the stack) is skipped, and a txn is used by one thread at a time.
+        let c = (&(*txn).cursors)[i];
+        if c == writer || (*c).cursor.db() != db {
+            continue;
+        }
+        let Ok(Access::Write(w)) = access(txn) else {
+            return;
+        };
+        // An error (a damaged page) leaves the cursor's place as it was; its next call
+        // meets the error.
+        let _ = (*c).cursor.settle(w);
+    }
+}
+
 /// The write txn behind `txn`: `EACCES` for a read txn.
 ///
 /// # Safety

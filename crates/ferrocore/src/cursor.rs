@@ -979,18 +979,32 @@ impl CursorCore {
             return Ok(());
         }
         if !self.seek_inner(src, &saved.key, true)? {
-            return self.reposition_after_delete(src, db, &saved.key, None);
+            self.reposition_after_delete(src, db, &saved.key, None)?;
+            self.mark_if_emptied();
+            return Ok(());
         }
         if let Some(dcmp) = self.dcmp {
             if x_past {
                 self.enter(src, true)?;
             } else if !self.seek_value(src, dcmp, &saved.value, true)? {
-                return self.reposition_after_delete(src, db, &saved.key, Some(&saved.value));
+                self.reposition_after_delete(src, db, &saved.key, Some(&saved.value))?;
+                self.mark_if_emptied();
+                return Ok(());
             }
         }
         (self.main_past, self.eof, self.del) = (false, eof, del);
         (self.x_past, self.x_eof, self.x_del) = (x_past, x_eof, x_del);
         Ok(())
+    }
+
+    /// After another handle deleted the item under this cursor: if that emptied the DB,
+    /// LMDB's rebalance unpositions the cursor but keeps the "deleted here" mark its delete
+    /// set, so that the next MDB_NEXT_DUP answers NOTFOUND where an unpositioned cursor's
+    /// would start from the first item. (The deleting cursor itself gets no mark.)
+    fn mark_if_emptied(&mut self) {
+        if !self.is_positioned() {
+            self.del = true;
+        }
     }
 
     /// After a put with APPEND (`main`) or APPEND_DUP: LMDB found the place with its

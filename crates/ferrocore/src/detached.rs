@@ -8,6 +8,13 @@
 //! (key, and value in a DUPSORT DB) after every call, and when the txn's change count
 //! ([`WriteTxn::changes`]) moved since, it finds the place again first: on the same item,
 //! or, if that item was deleted, on the one that followed, marked deleted (LMDB's `C_DEL`).
+//!
+//! Finding the place again sees only the tree as it is then, so it must happen after each
+//! write to the cursor's DB, as LMDB's fix-ups do: once the item under a cursor is deleted,
+//! the cursor stands on the item that followed, and a key written later between the two
+//! must not take that place. Whoever holds the cursors of a write txn calls
+//! [`DetachedCursor::settle`] on each cursor of a DB right after every write to it (the C
+//! ABI does, in `mdb_put`, `mdb_del`, `mdb_drop` and the cursor writes).
 
 use crate::catalog::Orders;
 use crate::cursor::{CursorCore, SavedPlace, State};
@@ -166,6 +173,14 @@ impl DetachedCursor {
     pub fn renew(&mut self, txn: TxnRef<'_, '_>) -> Result<()> {
         *self = DetachedCursor::open(txn, self.db)?;
         Ok(())
+    }
+
+    /// Finds the cursor's place again after a write to its DB through another handle, as
+    /// LMDB's fix-ups do at each write (see the module doc); nothing to do if the txn did
+    /// not change since the cursor's last call. On an error (a damaged page) the cursor
+    /// keeps its old place, and its next call tries again.
+    pub fn settle(&mut self, txn: &WriteTxn<'_>) -> Result<()> {
+        self.catch_up(TxnRef::Write(txn))
     }
 
     /// On a write txn that changed since this cursor's last call, finds its place again.
