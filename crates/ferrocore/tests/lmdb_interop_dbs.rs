@@ -2569,6 +2569,54 @@ fn is_delete(m: &Move) -> bool {
     matches!(m, Move::Delete | Move::DeleteAll)
 }
 
+/// ferrocore's answer to a move or a delete on a write cursor.
+fn fc_write_answer(c: &mut ferrocore::WriteCursor<'_, '_>, m: &Move) -> Answer {
+    if !is_delete(m) {
+        return fc_move!(c, m);
+    }
+    let flags = if matches!(m, Move::DeleteAll) {
+        put_flags::NO_DUP_DATA
+    } else {
+        0
+    };
+    match c.delete(flags) {
+        Ok(()) => Answer::Done,
+        Err(Error::NotFound) => Answer::Nothing,
+        Err(_) => Answer::Invalid,
+    }
+}
+
+/// Creates the DUPSORT DB "dups" holding `pairs` in a new LMDB environment at `path`.
+fn lm_dups(path: &Path, pairs: &[(&[u8], &[u8])]) -> lmdb::Env {
+    let lm = lm_open(path);
+    lm.write(|txn| {
+        let dbi = txn
+            .open_db(Some("dups"), ffi::MDB_CREATE | ffi::MDB_DUPSORT)
+            .unwrap();
+        for (key, v) in pairs {
+            assert_eq!(txn.put(dbi, key, v, 0), ffi::MDB_SUCCESS);
+        }
+    });
+    lm
+}
+
+/// LMDB's answers to `script` on a cursor over "dups", in a write txn then aborted.
+fn lm_dups_script(lm: &lmdb::Env, script: &[Move]) -> Vec<Answer> {
+    let mut txn = lm.begin(true);
+    let dbi = txn.open_db(Some("dups"), 0).unwrap();
+    let answers = lm_answers(&mut txn.cursor(dbi), script);
+    drop(txn); // aborted
+    answers
+}
+
+/// ferrocore's answers to `script` on a cursor over "dups", in a write txn then aborted.
+fn fc_dups_script(env: &Env, script: &[Move]) -> Vec<Answer> {
+    let mut txn = env.begin_write().expect("begin_write");
+    let h = txn.open_db(Some("dups"), 0).expect("open dups");
+    let mut c = txn.cursor_mut(h).expect("cursor_mut");
+    script.iter().map(|m| fc_write_answer(&mut c, m)).collect()
+}
+
 fn is_absolute(m: &Move) -> bool {
     matches!(
         m,
@@ -2795,20 +2843,7 @@ fn write_cursor_script_run(seed: u64) -> WriteScriptRun {
                 if *lm_a == Answer::Skipped {
                     continue;
                 }
-                let fc_a = if is_delete(m) {
-                    let flags = if matches!(m, Move::DeleteAll) {
-                        put_flags::NO_DUP_DATA
-                    } else {
-                        0
-                    };
-                    match c.delete(flags) {
-                        Ok(()) => Answer::Done,
-                        Err(Error::NotFound) => Answer::Nothing,
-                        Err(_) => Answer::Invalid,
-                    }
-                } else {
-                    fc_move!(&mut c, m)
-                };
+                let fc_a = fc_write_answer(&mut c, m);
                 if !answers_agree(lm_a, &fc_a) {
                     let from = step.saturating_sub(8);
                     let history: Vec<String> = (from..step)
@@ -2942,53 +2977,16 @@ fn write_cursor_after_delete() {
         ),
     ];
     let lm_results: Vec<Vec<Answer>> = {
-        let lm = lm_open(path);
-        lm.write(|txn| {
-            let dbi = txn
-                .open_db(Some("dups"), ffi::MDB_CREATE | ffi::MDB_DUPSORT)
-                .unwrap();
-            for (key, v) in pairs {
-                assert_eq!(txn.put(dbi, key, v, 0), ffi::MDB_SUCCESS);
-            }
-        });
+        let lm = lm_dups(path, &pairs);
         scripts
             .iter()
-            .map(|(_, script)| {
-                let mut txn = lm.begin(true);
-                let dbi = txn.open_db(Some("dups"), 0).unwrap();
-                let answers = lm_answers(&mut txn.cursor(dbi), script);
-                drop(txn); // aborted
-                answers
-            })
+            .map(|(_, script)| lm_dups_script(&lm, script))
             .collect()
     };
     let env = fc_open(path);
     let mut failures = Vec::new();
     for ((what, script), lm_res) in scripts.iter().zip(&lm_results) {
-        let mut txn = env.begin_write().expect("begin_write");
-        let h = txn.open_db(Some("dups"), 0).expect("open dups");
-        let mut c = txn.cursor_mut(h).expect("cursor_mut");
-        let fc_res: Vec<Answer> = script
-            .iter()
-            .map(|m| {
-                if is_delete(m) {
-                    let flags = if matches!(m, Move::DeleteAll) {
-                        put_flags::NO_DUP_DATA
-                    } else {
-                        0
-                    };
-                    match c.delete(flags) {
-                        Ok(()) => Answer::Done,
-                        Err(Error::NotFound) => Answer::Nothing,
-                        Err(_) => Answer::Invalid,
-                    }
-                } else {
-                    fc_move!(&mut c, m)
-                }
-            })
-            .collect();
-        drop(c);
-        txn.abort();
+        let fc_res = fc_dups_script(&env, script);
         if !fc_res.iter().zip(lm_res).all(|(f, l)| answers_agree(l, f)) {
             let steps: Vec<String> = script
                 .iter()
@@ -3096,25 +3094,14 @@ fn lmdb_keeps_a_stale_values_cursor_after_a_key_is_deleted() {
         },
     ];
     {
-        let lm = lm_open(path);
-        lm.write(|txn| {
-            let dbi = txn
-                .open_db(Some("dups"), ffi::MDB_CREATE | ffi::MDB_DUPSORT)
-                .unwrap();
-            for (key, v) in pairs {
-                assert_eq!(txn.put(dbi, key, v, 0), ffi::MDB_SUCCESS);
-            }
-        });
+        let lm = lm_dups(path, &pairs);
         for Case {
             what, script, lmdb, ..
         } in &cases
         {
-            let mut txn = lm.begin(true);
-            let dbi = txn.open_db(Some("dups"), 0).unwrap();
-            let got = lm_answers(&mut txn.cursor(dbi), script);
-            drop(txn); // aborted
             assert_eq!(
-                &got, lmdb,
+                &lm_dups_script(&lm, script),
+                lmdb,
                 "LMDB's answers changed ({what}): if it no longer keeps a stale values \
                  cursor, compare these moves again (Track::ValuesStale)"
             );
@@ -3128,25 +3115,10 @@ fn lmdb_keeps_a_stale_values_cursor_after_a_key_is_deleted() {
         ..
     } in &cases
     {
-        let mut txn = env.begin_write().expect("begin_write");
-        let h = txn.open_db(Some("dups"), 0).expect("open dups");
-        let mut c = txn.cursor_mut(h).expect("cursor_mut");
-        let got: Vec<Answer> = script
-            .iter()
-            .map(|m| {
-                if is_delete(m) {
-                    match c.delete(0) {
-                        Ok(()) => Answer::Done,
-                        Err(Error::NotFound) => Answer::Nothing,
-                        Err(_) => Answer::Invalid,
-                    }
-                } else {
-                    fc_move!(&mut c, m)
-                }
-            })
-            .collect();
-        assert_eq!(&got, ferrocore, "ferrocore: {what}");
-        drop(c);
-        txn.abort();
+        assert_eq!(
+            &fc_dups_script(&env, script),
+            ferrocore,
+            "ferrocore: {what}"
+        );
     }
 }
