@@ -526,6 +526,14 @@ impl CursorCore {
             return Ok(false);
         }
         if self.pos.state != State::Valid {
+            // Unpositioned but marked deleted: another handle emptied the DB under the
+            // cursor, which stands where its item was. Nothing follows it, whatever was
+            // written since. (LMDB 0.9 starts from the first item again, so a loop that
+            // deletes and re-puts the only key never ends: py-lmdb issue #388, fixed the
+            // same way in py-lmdb's patched LMDB.)
+            if self.del {
+                return Ok(false);
+            }
             return self.first_inner(src);
         }
         if self.eof {
@@ -565,6 +573,10 @@ impl CursorCore {
     /// `mdb_cursor_prev` for MDB_PREV, MDB_PREV_DUP and MDB_PREV_NODUP.
     fn prev_op<S: PageSource + ?Sized>(&mut self, src: &S, op: Step) -> Result<bool> {
         if self.pos.state != State::Valid {
+            // As in `next_op`: nothing precedes where the deleted item was.
+            if self.del {
+                return Ok(false);
+            }
             return self.last_inner(src);
         }
         if self.dcmp.is_some() && !self.main_past {
@@ -998,9 +1010,10 @@ impl CursorCore {
     }
 
     /// After another handle deleted the item under this cursor: if that emptied the DB,
-    /// LMDB's rebalance unpositions the cursor but keeps the "deleted here" mark its delete
-    /// set, so that the next MDB_NEXT_DUP answers NOTFOUND where an unpositioned cursor's
-    /// would start from the first item. (The deleting cursor itself gets no mark.)
+    /// the cursor is unpositioned but keeps the "deleted here" mark, as LMDB's rebalance
+    /// leaves it, so that the next move answers NOTFOUND where an unpositioned cursor's
+    /// would start from the first (or last) item (see `next_op`). The deleting cursor
+    /// itself gets no mark.
     fn mark_if_emptied(&mut self) {
         if !self.is_positioned() {
             self.del = true;
