@@ -620,7 +620,7 @@ impl Side {
                     // Also after a refused put: a refused APPENDDUP still turned a single
                     // value into a set in LMDB (and fixed up the other cursors).
                     if rc == 0 || rc == -30799 {
-                        self.after_dup_put(*db, None);
+                        self.after_put(*db, None);
                     }
                     if rc == 0 && flags & RESERVE != 0 {
                         std::ptr::copy_nonoverlapping(
@@ -777,7 +777,7 @@ impl Side {
                     // Also after a refused put: a refused APPENDDUP still turned a single
                     // value into a set in LMDB (and fixed up the other cursors).
                     if rc == 0 || rc == -30799 {
-                        self.after_dup_put(db, Some(c));
+                        self.after_put(db, Some(c));
                     }
                     put_outcome(rc, *flags, &v, &value)
                 }
@@ -810,7 +810,7 @@ impl Side {
                     // Also after a refused put: a refused APPENDDUP still turned a single
                     // value into a set in LMDB (and fixed up the other cursors).
                     if rc == 0 || rc == -30799 {
-                        self.after_dup_put(db, Some(c));
+                        self.after_put(db, Some(c));
                     }
                     Self::outcome(rc, None, Some(Bytes(vals[1].size.to_le_bytes().to_vec())))
                 }
@@ -954,13 +954,14 @@ impl Side {
         n
     }
 
-    /// After a put into a DUPSORT DB through another handle, the other cursors on it are
-    /// not compared until positioned again. When the put changes the form of a key's values
-    /// (a single value becoming a set, a sub-page becoming a sub-DB), LMDB points the other
-    /// cursors on that key at the first value with a copy of the putting cursor's value-DB
-    /// record (`mdb_xcursor_init2`); a delete through such a cursor was seen to remove every
-    /// value of the key. ferrocore keeps them on their value.
-    fn after_dup_put(&mut self, db: usize, putter: Option<Ptr>) {
+    /// After a put (whatever its outcome) through `putter` (a cursor, or `None` for the
+    /// txn): records the write for `foreign_writes`; in a DUPSORT DB, moreover, the other
+    /// cursors on it are not compared until positioned again. When the put changes the form
+    /// of a key's values (a single value becoming a set, a sub-page becoming a sub-DB), LMDB
+    /// points the other cursors on that key at the first value with a copy of the putting
+    /// cursor's value-DB record (`mdb_xcursor_init2`); a delete through such a cursor was
+    /// seen to remove every value of the key. ferrocore keeps them on their value.
+    fn after_put(&mut self, db: usize, putter: Option<Ptr>) {
         self.written(db, putter);
         if DBS[db].1 & DUPSORT == 0 {
             return;

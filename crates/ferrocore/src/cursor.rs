@@ -991,17 +991,18 @@ impl CursorCore {
             return Ok(());
         }
         if !self.seek_inner(src, &saved.key, true)? {
-            self.reposition_after_delete(src, db, &saved.key, None)?;
-            self.mark_if_emptied();
-            return Ok(());
+            return self.reposition_after_foreign_delete(src, db, &saved.key, None);
         }
         if let Some(dcmp) = self.dcmp {
             if x_past {
                 self.enter(src, true)?;
             } else if !self.seek_value(src, dcmp, &saved.value, true)? {
-                self.reposition_after_delete(src, db, &saved.key, Some(&saved.value))?;
-                self.mark_if_emptied();
-                return Ok(());
+                return self.reposition_after_foreign_delete(
+                    src,
+                    db,
+                    &saved.key,
+                    Some(&saved.value),
+                );
             }
         }
         (self.main_past, self.eof, self.del) = (false, eof, del);
@@ -1009,15 +1010,24 @@ impl CursorCore {
         Ok(())
     }
 
-    /// After another handle deleted the item under this cursor: if that emptied the DB,
-    /// the cursor is unpositioned but keeps the "deleted here" mark, as LMDB's rebalance
-    /// leaves it, so that the next move answers NOTFOUND where an unpositioned cursor's
-    /// would start from the first (or last) item (see `next_op`). The deleting cursor
-    /// itself gets no mark.
-    fn mark_if_emptied(&mut self) {
+    /// After another handle deleted the item under this cursor: as
+    /// [`CursorCore::reposition_after_delete`], except that if the delete emptied the DB
+    /// the cursor, unpositioned, keeps the "deleted here" mark (as LMDB's rebalance leaves
+    /// it), so that its next move answers NOTFOUND where an unpositioned cursor's would
+    /// start from the first or last item (see `next_op`). The deleting cursor itself gets
+    /// no mark.
+    fn reposition_after_foreign_delete<S: PageSource + ?Sized>(
+        &mut self,
+        src: &S,
+        db: DbRecord,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Result<()> {
+        self.reposition_after_delete(src, db, key, value)?;
         if !self.is_positioned() {
             self.del = true;
         }
+        Ok(())
     }
 
     /// After a put with APPEND (`main`) or APPEND_DUP: LMDB found the place with its

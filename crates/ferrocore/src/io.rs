@@ -122,7 +122,11 @@ pub const MAX_WRITE_BYTES: usize = 256 << 10;
 const MAX_IOV: usize = 64;
 
 /// Writes `bufs` contiguously at `offset`, in calls of at most [`MAX_WRITE_BYTES`].
-pub fn write_vectored_at(file: &File, offset: u64, bufs: &[&[u8]]) -> io::Result<()> {
+pub fn write_vectored_at<'a>(
+    file: &File,
+    offset: u64,
+    bufs: impl IntoIterator<Item = &'a [u8]>,
+) -> io::Result<()> {
     for_each_batch(offset, bufs, |at, pieces, len| {
         write_batch(file, at, pieces, len)
     })
@@ -133,12 +137,12 @@ pub fn write_vectored_at(file: &File, offset: u64, bufs: &[&[u8]]) -> io::Result
 /// with each batch's offset, pieces and length, in order.
 fn for_each_batch<'a>(
     mut offset: u64,
-    bufs: &[&'a [u8]],
+    bufs: impl IntoIterator<Item = &'a [u8]>,
     mut write: impl FnMut(u64, &[&'a [u8]], usize) -> io::Result<()>,
 ) -> io::Result<()> {
     let mut batch: [&[u8]; MAX_IOV] = [&[]; MAX_IOV];
     let (mut count, mut len) = (0, 0);
-    for piece in bufs.iter().flat_map(|b| b.chunks(MAX_WRITE_BYTES)) {
+    for piece in bufs.into_iter().flat_map(|b| b.chunks(MAX_WRITE_BYTES)) {
         if count > 0 && (count == MAX_IOV || len + piece.len() > MAX_WRITE_BYTES) {
             write(offset, &batch[..count], len)?;
             offset += len as u64;
@@ -235,7 +239,7 @@ mod tests {
             let refs: Vec<&[u8]> = bufs.iter().map(Vec::as_slice).collect();
             let mut next = offset;
             let mut seen = Vec::new();
-            for_each_batch(offset, &refs, |at, pieces, len| {
+            for_each_batch(offset, refs.iter().copied(), |at, pieces, len| {
                 assert_eq!(at, next, "batches are contiguous");
                 assert!(!pieces.is_empty() && pieces.len() <= MAX_IOV);
                 assert!(len > 0 && len <= MAX_WRITE_BYTES, "batch of {len} bytes");
@@ -256,7 +260,7 @@ mod tests {
             let bufs: Vec<Vec<u8>> = (0..200).map(|i| buffer(i, page)).collect();
             let refs: Vec<&[u8]> = bufs.iter().map(Vec::as_slice).collect();
             let mut lens = Vec::new();
-            for_each_batch(0, &refs, |_, _, len| {
+            for_each_batch(0, refs.iter().copied(), |_, _, len| {
                 lens.push(len);
                 Ok(())
             })
@@ -278,7 +282,7 @@ mod tests {
         bufs.push(buffer(100, 3 * MAX_WRITE_BYTES + 4096));
         bufs.extend((101..140).map(|i| buffer(i, 8192)));
         let refs: Vec<&[u8]> = bufs.iter().map(Vec::as_slice).collect();
-        write_vectored_at(&file, 8192, &refs).unwrap();
+        write_vectored_at(&file, 8192, refs.iter().copied()).unwrap();
         let want = bufs.concat();
         let mut got = vec![0u8; want.len()];
         file.read_exact_at(&mut got, 8192).unwrap();

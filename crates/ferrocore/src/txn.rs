@@ -1414,7 +1414,8 @@ impl<'env> WriteTxn<'env> {
         let env = self.env;
         let ps = env.page_size;
         let flags = env.flags.load(Ordering::Relaxed);
-        // Data pages, in page order, contiguous runs in one vectored write each.
+        // Data pages, in page order, each contiguous run in vectored writes of at most
+        // io::MAX_WRITE_BYTES.
         {
             let dirty = self.pages.sorted_dirty();
             let mut i = 0;
@@ -1426,8 +1427,8 @@ impl<'env> WriteTxn<'env> {
                     end += (dirty[j].1.len() / ps) as u64;
                     j += 1;
                 }
-                let bufs: Vec<&[u8]> = dirty[i..j].iter().map(|&(_, b)| b).collect();
-                io::write_vectored_at(&env.data, start * ps as u64, &bufs)?;
+                let run = dirty[i..j].iter().map(|&(_, b)| b);
+                io::write_vectored_at(&env.data, start * ps as u64, run)?;
                 i = j;
             }
         }
