@@ -192,7 +192,10 @@ const CURSOR_PUT_FLAGS: u32 = put_flags::NO_OVERWRITE
 
 /// Stores through the cursor and leaves it on the item (`mdb_cursor_put`). With
 /// `MDB_MULTIPLE`, `data` is an array of two `MDB_val`s: the values' size and address, and
-/// their count (set to the number stored on return).
+/// their count. As in LMDB, on every return the count says how many values were stored (0
+/// when the call is refused before the first: `MDB_INCOMPATIBLE` on a DB that is not
+/// DUPFIXED, `EACCES`, a bad size), and `mv_data` has moved to the last value stored, or to
+/// the value that failed; a count of 0 stores one value.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_cursor_put(
     cursor: *mut MDB_cursor,
@@ -204,8 +207,22 @@ pub unsafe extern "C" fn mdb_cursor_put(
         return libc::EINVAL;
     };
     guard(env_of(c.txn), || {
-        let k = val_slice(key).ok_or(libc::EINVAL)?;
+        if key.is_null() {
+            return Err(libc::EINVAL);
+        }
         let data_val = data.as_mut().ok_or(libc::EINVAL)?;
+        // As LMDB: the count is taken and set to 0 before anything can fail, then the DB
+        // must be DUPFIXED.
+        let mut multiple = None;
+        if flags & put_flags::MULTIPLE != 0 {
+            // SAFETY: with MDB_MULTIPLE the caller passes two MDB_vals.
+            let count_val = &mut *data.add(1);
+            multiple = Some(std::mem::replace(&mut count_val.mv_size, 0));
+            if !c.cursor.is_dup_fixed() {
+                return Err(MDB_INCOMPATIBLE);
+            }
+        }
+        let k = val_slice(key).ok_or(libc::EINVAL)?;
         if flags & !CURSOR_PUT_FLAGS != 0 {
             return Err(libc::EINVAL);
         }
@@ -213,24 +230,34 @@ pub unsafe extern "C" fn mdb_cursor_put(
             Access::Write(w) => w,
             Access::Read(_) => return Err(libc::EACCES),
         };
-        let r: ferrocore::Result<()> = if flags & put_flags::MULTIPLE != 0 {
-            // SAFETY: with MDB_MULTIPLE the caller passes two MDB_vals.
-            let count_val = &mut *data.add(1);
+        let r: ferrocore::Result<()> = if let Some(count) = multiple {
+            // LMDB stores the first value before it compares its count with the count
+            // given: a count of 0 stores one value.
+            let count = count.max(1);
             let size = data_val.mv_size;
-            let total = size.checked_mul(count_val.mv_size).ok_or(libc::EINVAL)?;
+            let total = size.checked_mul(count).ok_or(libc::EINVAL)?;
+            let base = data_val.mv_data as *const u8;
             let values = if total == 0 {
                 &[][..]
+            } else if base.is_null() {
+                return Err(libc::EINVAL);
             } else {
-                std::slice::from_raw_parts(data_val.mv_data as *const u8, total)
+                // SAFETY: with MDB_MULTIPLE the caller passes `count` values of `size`
+                // bytes at `mv_data`.
+                std::slice::from_raw_parts(base, total)
             };
             let flags = flags & !put_flags::MULTIPLE;
-            match c.cursor.put_multiple(w, k, values, size, flags) {
-                Ok(n) => {
-                    count_val.mv_size = n;
-                    Ok(())
-                }
-                Err(e) => Err(e),
-            }
+            let (stored, r) = c.cursor.put_multiple(w, k, values, size, flags);
+            // SAFETY: with MDB_MULTIPLE the caller passes two MDB_vals.
+            (*data.add(1)).mv_size = stored;
+            // LMDB moves `mv_data` on after each value stored but the last one.
+            let moved = if r.is_ok() {
+                stored.saturating_sub(1)
+            } else {
+                stored
+            };
+            data_val.mv_data = base.wrapping_add(moved * size) as *mut c_void;
+            r
         } else if flags & put_flags::RESERVE != 0 {
             match c
                 .cursor

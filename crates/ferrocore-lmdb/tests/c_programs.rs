@@ -148,3 +148,38 @@ fn api_program_passes_on_real_lmdb_and_binary_swaps_to_ferrocore() {
     let lib_dir = ferrocore_lib_dir(tmp.path());
     run(&exe, &[("LD_LIBRARY_PATH", &lib_dir)], true);
 }
+
+/// Builds `tests/c/<name>.c` against LMDB's header and library and runs it there (the
+/// oracle), then runs the same binary on ferrocore's `liblmdb.so.0`; without the real
+/// LMDB (outside CI), only the ferrocore build runs.
+fn passes_on_real_lmdb_and_ferrocore(name: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let lib_dir = ferrocore_lib_dir(tmp.path());
+    if !real_lmdb_available() {
+        eprintln!("the real LMDB (liblmdb-dev) is not installed: {name} runs on ferrocore only");
+        let link = format!("-L{}", lib_dir.display());
+        let exe = compile(
+            tmp.path(),
+            name,
+            name,
+            &[&ours_include(), &link, "-l:liblmdb.so.0"],
+        );
+        run(&exe, &[("LD_LIBRARY_PATH", &lib_dir)], true);
+        return;
+    }
+    let exe = compile(
+        tmp.path(),
+        name,
+        name,
+        &["-I/usr/include", "-l:liblmdb.so.0"],
+    );
+    run(&exe, &[], false);
+    run(&exe, &[("LD_LIBRARY_PATH", &lib_dir)], true);
+}
+
+/// `MDB_MULTIPLE`: the count of values stored on every return (up to the value that
+/// failed; 0 when refused up front) and where `mv_data` is left.
+#[test]
+fn multiple_put_reports_values_stored_on_every_return() {
+    passes_on_real_lmdb_and_ferrocore("multiple");
+}

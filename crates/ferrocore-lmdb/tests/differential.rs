@@ -353,6 +353,7 @@ enum Op {
         which: usize,
         key: Bytes,
         values: Vec<u32>,
+        flags: c_uint,
     },
     CursorDel {
         which: usize,
@@ -450,6 +451,7 @@ fn generate(rng: &mut Rng, in_write: bool, depth: usize, cursors: usize, readers
             values: (0..1 + rng.below(6))
                 .map(|_| rng.below(64) as u32)
                 .collect(),
+            flags: if rng.chance(30) { NODUPDATA } else { 0 },
         },
         79..=84 if cursors > 0 => Op::CursorDel {
             which: rng.below(cursors as u64) as usize,
@@ -781,12 +783,18 @@ impl Side {
                     }
                     put_outcome(rc, *flags, &v, &value)
                 }
-                Op::CursorPutMultiple { which, key, values } => {
+                Op::CursorPutMultiple {
+                    which,
+                    key,
+                    values,
+                    flags,
+                } => {
                     let (c, _, db) = self.cursors[*which % self.cursors.len()];
-                    if DBS[db].1 & DUPFIXED == 0 || self.indeterminate.contains(&c) {
+                    if self.indeterminate.contains(&c) {
                         return Self::outcome(0, None, None); // LMDB would misread the array
                     }
-                    if self.value_count(db, key) < 2 {
+                    let fixed = DBS[db].1 & DUPFIXED != 0;
+                    if fixed && self.value_count(db, key) < 2 {
                         // Under a key without a set of values yet, LMDB stores the first
                         // value only and reports 0 stored; ferrocore stores them all. Not
                         // compared.
@@ -806,13 +814,23 @@ impl Side {
                             data: std::ptr::null_mut(),
                         },
                     ];
-                    let rc = (a.cursor_put)(c, &mut k, vals.as_mut_ptr(), MULTIPLE);
+                    let rc = (a.cursor_put)(c, &mut k, vals.as_mut_ptr(), MULTIPLE | flags);
                     // Also after a refused put: a refused APPENDDUP still turned a single
-                    // value into a set in LMDB (and fixed up the other cursors).
-                    if rc == 0 || rc == -30799 {
+                    // value into a set in LMDB (and fixed up the other cursors); NODUPDATA
+                    // stops at a value already there, after storing those before it.
+                    if fixed && (rc == 0 || rc == -30799) {
                         self.after_put(db, Some(c));
                     }
-                    Self::outcome(rc, None, Some(Bytes(vals[1].size.to_le_bytes().to_vec())))
+                    // On every return (MDB_INCOMPATIBLE without DUPFIXED, MDB_KEYEXIST under
+                    // NODUPDATA): the count stored and how far `mv_data` moved.
+                    let moved = (vals[0].data as usize - sorted.as_ptr() as usize) / 4;
+                    let mut report = vals[1].size.to_le_bytes().to_vec();
+                    report.extend_from_slice(&moved.to_le_bytes());
+                    Outcome {
+                        rc,
+                        key: None,
+                        data: Some(Bytes(report)),
+                    }
                 }
                 Op::CursorDel { which, flags } => {
                     let (c, _, db) = self.cursors[*which % self.cursors.len()];

@@ -380,8 +380,18 @@ impl DetachedCursor {
         txn.value_slot_mut(self.db, key, len)
     }
 
-    /// Stores the packed values of `size` bytes each under `key` (`MDB_MULTIPLE`); returns
-    /// how many were stored.
+    /// True if `MDB_MULTIPLE` applies to the DB: it is DUPSORT and DUPFIXED.
+    pub fn is_dup_fixed(&self) -> bool {
+        let both = crate::db_flags::DUP_SORT | crate::db_flags::DUP_FIXED;
+        self.core.db.flags & both == both
+    }
+
+    /// Stores the packed values of `size` bytes each under `key`, in order
+    /// (`MDB_MULTIPLE`; `flags` as for [`DetachedCursor::put`]). Returns how many were
+    /// stored, and the error that ended the call: as in LMDB, the first value that cannot
+    /// be stored (`KeyExist` under `NO_DUP_DATA`) stops it and those before it stay, so
+    /// the count is there on every return (0 if the call was refused up front:
+    /// `Incompatible` unless the DB is DUPSORT and DUPFIXED).
     pub fn put_multiple(
         &mut self,
         txn: &mut WriteTxn<'_>,
@@ -389,8 +399,27 @@ impl DetachedCursor {
         values: &[u8],
         size: usize,
         flags: u32,
-    ) -> Result<usize> {
-        self.with_write_cursor(txn, |c| c.put_multiple(key, values, size, flags))
+    ) -> (usize, Result<()>) {
+        if !self.is_dup_fixed() {
+            return (0, Err(Error::Incompatible));
+        }
+        if size == 0 || !values.len().is_multiple_of(size) {
+            let e = Error::BadValSize {
+                what: "MULTIPLE values",
+                size: values.len(),
+                max: size,
+            };
+            return (0, Err(e));
+        }
+        let mut stored = 0;
+        let r = self.with_write_cursor(txn, |c| {
+            for value in values.chunks_exact(size) {
+                c.put(key, value, flags & !put_flags::MULTIPLE)?;
+                stored += 1;
+            }
+            Ok(())
+        });
+        (stored, r)
     }
 
     /// Deletes the item at the cursor (`mdb_cursor_del`); with `put_flags::NO_DUP_DATA`
