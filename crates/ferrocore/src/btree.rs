@@ -563,7 +563,7 @@ impl<S: PageStore> TreeMut<'_, S> {
         if count == 0 || self.store.pages(pgno, count).is_err() {
             return Err(Error::corrupted(pgno, "overflow run length out of range"));
         }
-        self.store.free(pgno, count);
+        self.store.free(pgno, count)?;
         self.db.overflow_pages = self.db.overflow_pages.saturating_sub(count as u64);
         Ok(())
     }
@@ -902,12 +902,12 @@ impl<S: PageStore> TreeMut<'_, S> {
             };
             if level == 0 {
                 if leaf && n == 0 {
-                    self.store.free(pgno, 1);
+                    self.store.free(pgno, 1)?;
                     self.db.root = P_INVALID;
                     self.db.depth = 0;
                     self.db.leaf_pages = 0;
                 } else if !leaf && n == 1 {
-                    self.store.free(pgno, 1);
+                    self.store.free(pgno, 1)?;
                     self.db.root = child0;
                     self.db.depth -= 1;
                     self.db.branch_pages -= 1;
@@ -983,7 +983,7 @@ impl<S: PageStore> TreeMut<'_, S> {
             return Ok(false);
         }
         nodes.write_page(self.store.dirty_mut(left), left, flags, 0..nodes.len());
-        self.store.free(right, 1);
+        self.store.free(right, 1)?;
         if branch {
             self.db.branch_pages -= 1;
         } else {

@@ -174,9 +174,13 @@ pub fn free_tree<S: PageStore>(store: &mut S, rec: &DbRecord) -> Result<()> {
                 ));
             }
             let count = crate::page::read_u32(first, 12) as usize;
-            store.free(run, count);
+            // A forged count must not free pages past the file (or billions of them).
+            if count == 0 || store.pages(run, count).is_err() {
+                return Err(Error::corrupted(run, "overflow run length out of range"));
+            }
+            store.free(run, count)?;
         }
-        store.free(pgno, 1);
+        store.free(pgno, 1)?;
     }
     for sub in subtrees {
         free_tree(store, &sub)?;

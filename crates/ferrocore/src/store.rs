@@ -42,8 +42,11 @@ pub trait PageStore: PageSource {
     /// Allocates `count` consecutive new pages (content unspecified).
     fn alloc(&mut self, count: usize) -> Result<u64>;
 
-    /// Frees `count` consecutive pages starting at `pgno`.
-    fn free(&mut self, pgno: u64, count: usize);
+    /// Frees `count` consecutive pages starting at `pgno`. `Corrupted` (and nothing freed)
+    /// unless they are pages this store holds: at least one, past the metas, within the
+    /// snapshot or within the dirty run at `pgno` (a run length read from a damaged file
+    /// may say anything).
+    fn free(&mut self, pgno: u64, count: usize) -> Result<()>;
 }
 
 /// Pages of a committed snapshot, read straight from the map.
@@ -401,7 +404,7 @@ impl PageStore for DirtyPages<'_> {
         buf[..lower].copy_from_slice(&src[..lower]);
         buf[upper..].copy_from_slice(&src[upper..]);
         crate::page::edit::set_pgno(buf, new);
-        self.free(pgno, 1);
+        self.free(pgno, 1)?;
         Ok(new)
     }
 
@@ -409,7 +412,21 @@ impl PageStore for DirtyPages<'_> {
         self.alloc_pages(count)
     }
 
-    fn free(&mut self, pgno: u64, count: usize) {
+    fn free(&mut self, pgno: u64, count: usize) -> Result<()> {
+        let held = match self.dirty.get(&pgno) {
+            Some(buf) => count
+                .checked_mul(self.page_size)
+                .is_some_and(|len| len <= buf.len()),
+            None => {
+                pgno >= 2
+                    && pgno
+                        .checked_add(count as u64)
+                        .is_some_and(|end| end <= self.snapshot_end)
+            }
+        };
+        if count == 0 || !held {
+            return Err(Error::corrupted(pgno, "freeing pages outside the file"));
+        }
         if !self.nested.is_empty() {
             self.save_for_nested(pgno);
         }
@@ -419,8 +436,8 @@ impl PageStore for DirtyPages<'_> {
             }
             self.free.loose.extend(pgno..pgno + count as u64);
         } else {
-            debug_assert!(pgno + count as u64 <= self.snapshot_end);
             self.free.freed.extend(pgno..pgno + count as u64);
         }
+        Ok(())
     }
 }

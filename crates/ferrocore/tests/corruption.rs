@@ -180,6 +180,49 @@ fn child_pointer_past_the_end_is_page_not_found() {
     assert!(txn.check().is_err());
 }
 
+/// Overflow runs whose header claims billions of pages (or none): freeing them, by
+/// deleting their keys or by emptying the DB, fails the txn with `Corrupted` instead of
+/// freeing pages that do not exist (or hanging on billions of them), and the committed
+/// state is untouched.
+#[test]
+fn forged_overflow_run_lengths_are_corrupted_not_freed() {
+    for forged in [0u32, 0x7FFF_FFFF, 0xFFFF_FFFF] {
+        let dir = tempfile::tempdir().unwrap();
+        build(dir.path());
+        let pages = std::fs::metadata(dir.path().join("data.mdb"))
+            .unwrap()
+            .len()
+            / PS;
+        let mut runs = 0;
+        for pgno in 2..pages {
+            let flags = u16::from_le_bytes(peek(dir.path(), pgno * PS + 10, 2).try_into().unwrap());
+            if flags == 0x04 {
+                poke(dir.path(), pgno * PS + 12, &forged.to_le_bytes());
+                runs += 1;
+            }
+        }
+        assert!(runs >= 5, "build() made {runs} overflow runs");
+        let env = open(dir.path()).unwrap();
+        let mut txn = env.begin_write().unwrap();
+        let err = txn
+            .delete(MAIN, b"big0")
+            .expect_err("a forged run was freed");
+        assert!(matches!(err, Error::Corrupted { .. }), "{forged:#x}: {err}");
+        txn.abort();
+        let mut txn = env.begin_write().unwrap();
+        let err = txn
+            .drop_db(MAIN, false)
+            .expect_err("a forged run was freed");
+        assert!(matches!(err, Error::Corrupted { .. }), "{forged:#x}: {err}");
+        txn.abort();
+        let txn = env.begin_read().unwrap();
+        assert_eq!(txn.stat().entries, 4005);
+        for i in 0..4000 {
+            assert_eq!(txn.get(MAIN, &key(i)).unwrap(), Some(&[i as u8; 60][..]));
+        }
+    }
+}
+
 /// Builds an environment `rounds` times, flips 1 to `max_flips` random bytes of its data
 /// pages (mostly headers and slot arrays, where damage matters most), then opens it and
 /// runs `exercise`. Every step must return a result, never panic. Returns how many rounds
