@@ -1,15 +1,15 @@
 //! The environment: the data file, its map, the lock file, and what every txn shares.
 
-use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use crate::error::{Error, Result};
 use crate::io::{self, Map, DEFAULT_RESERVATION};
-use crate::lock::LockFile;
+use crate::lock::fork;
+use crate::lock::registry::{self, LockHandle};
 use crate::meta::{self, Meta, META_WRITE_SIZE};
 use crate::page::{MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 use crate::txn::{ReadTxn, WriteTxn};
@@ -207,50 +207,14 @@ pub struct EnvInfo {
     pub pinned_pages: u64,
 }
 
-/// Process-wide set of open environments (by lock file identity), each with the fork
-/// generation it was opened in: LMDB corrupts its locks when one process opens an
-/// environment twice; ferrocore refuses the second open. An entry inherited through
-/// `fork()` does not count: the child may open the environment again.
-fn open_envs() -> &'static Mutex<HashMap<(u64, u64), u64>> {
-    static OPEN: OnceLock<Mutex<HashMap<(u64, u64), u64>>> = OnceLock::new();
-    OPEN.get_or_init(Default::default)
-}
-
-/// Incremented in the child of every `fork()` (by a `pthread_atfork` handler installed
-/// when the first environment opens). An environment remembers the generation it was
-/// opened in; in a child, its txns fail with `Panic` instead of sharing the parent's reader
-/// slots and writer lock, which LMDB leaves undefined.
-static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
-
-extern "C" fn after_fork_in_child() {
-    // Only an atomic increment: the handler runs in the child of a possibly
-    // multi-threaded process, where little else is safe.
-    FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
-}
-
-/// The current fork generation, without installing anything (for drops).
-pub(crate) fn current_fork_generation() -> u64 {
-    FORK_GENERATION.load(Ordering::Relaxed)
-}
-
-/// The current fork generation (see [`FORK_GENERATION`]), installing the handler once.
-pub(crate) fn fork_generation() -> u64 {
-    static INSTALL: std::sync::Once = std::sync::Once::new();
-    INSTALL.call_once(|| {
-        // SAFETY: registers a handler that only increments an atomic; no prepare/parent
-        // handlers.
-        let rc = unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
-        debug_assert_eq!(rc, 0, "pthread_atfork");
-    });
-    FORK_GENERATION.load(Ordering::Relaxed)
-}
-
 /// State shared by every transaction of an environment.
 pub(crate) struct EnvInner {
     pub path: PathBuf,
     pub data: File,
     pub map: Map,
-    pub lock: LockFile,
+    /// This process's share of the lock file (every open of the environment in the
+    /// process shares one).
+    pub lock: LockHandle,
     pub page_size: usize,
     pub flags: AtomicU32,
     pub max_key_size: usize,
@@ -273,34 +237,28 @@ pub(crate) struct EnvInner {
     /// Per named DB (index `dbi - 2`): its latest record, keyed by the txnid from which it
     /// holds, so read txns find it without searching the main DB.
     pub record_cache: Box<[crate::seqcache::Slot<6>]>,
-    /// Held by the open write txn (in this process).
-    pub writer: Mutex<()>,
     /// Page buffers kept between write txns.
     pub spare_pages: Mutex<Vec<Box<[u8]>>>,
     /// Set when a commit failed part way: the environment must be reopened.
     pub failed: AtomicBool,
-    /// The fork generation the environment was opened in (see `fork_generation`).
+    /// The fork generation the environment was opened in (see [`crate::lock::fork`]).
     pub fork_generation: u64,
     /// Serial numbers of txns (for the handles they open).
     pub txn_serial: AtomicU64,
     /// When the writer last looked for dead readers (ms since `process_clock`, +1).
     pub last_stale_check: AtomicU64,
-    /// Last field, so it is dropped after the files are closed.
-    _registration: Registration,
 }
 
-/// Entry of this environment in the process-wide registry (lock file identity, fork
-/// generation); removed on drop, unless a newer open (in a forked child) replaced it.
-struct Registration((u64, u64), u64);
-
-impl Drop for Registration {
-    fn drop(&mut self) {
-        if let Ok(mut map) = open_envs().lock() {
-            if map.get(&self.0) == Some(&self.1) {
-                map.remove(&self.0);
-            }
-        }
-    }
+/// What opening the data file found.
+struct DataFile {
+    data: File,
+    map: Map,
+    page_size: usize,
+    /// The newest valid meta.
+    current: Meta,
+    map_size: u64,
+    /// The map size is a limit (as LMDB's), not grown on demand.
+    explicit: bool,
 }
 
 /// An open environment.
@@ -359,18 +317,16 @@ impl Env {
         } else {
             (path.join("data.mdb"), path.join("lock.mdb"))
         };
-        let (lock, lock_id) = if opts.flags & env_flags::NO_LOCK != 0 {
+        // Held until the open is complete: this process opens (and closes) one lock file
+        // at a time, and a second open of the same environment shares the first's.
+        let mut opening = registry::begin_open();
+        let mut pending = if opts.flags & env_flags::NO_LOCK != 0 {
             // No lock file: the application serialises, and may open the environment more
-            // than once (each open gets its own identity in the registry).
-            static PRIVATE: AtomicU64 = AtomicU64::new(0);
-            let id = (u64::MAX, PRIVATE.fetch_add(1, Ordering::Relaxed));
-            (LockFile::private(opts.max_readers as usize)?, id)
+            // than once (each open has its own table).
+            opening.private(opts.max_readers as usize)?
         } else {
-            match LockFile::open(&lock_path, opts.max_readers as usize, opts.file_mode) {
-                Ok(lock) => {
-                    let meta_data = std::fs::metadata(&lock_path)?;
-                    (lock, (meta_data.dev(), meta_data.ino()))
-                }
+            match opening.open(&lock_path, opts.max_readers as usize, opts.file_mode) {
+                Ok(lock) => lock,
                 // A read-only environment on files or a file system this process may not
                 // write: read without the shared lock table, as LMDB does on a read-only
                 // file system. Writers elsewhere cannot see these readers, so (as with
@@ -379,42 +335,22 @@ impl Env {
                     if read_only
                         && matches!(e.raw_os_error(), Some(libc::EACCES | libc::EROFS)) =>
                 {
-                    static PRIVATE: AtomicU64 = AtomicU64::new(0);
-                    let id = (u64::MAX - 1, PRIVATE.fetch_add(1, Ordering::Relaxed));
-                    (LockFile::private(opts.max_readers as usize)?, id)
+                    opening.private(opts.max_readers as usize)?
                 }
                 Err(e) => return Err(e),
             }
         };
-        let generation = fork_generation();
-        let already_open = {
-            let mut map = open_envs().lock().expect("registry lock");
-            matches!(map.insert(lock_id, generation), Some(g) if g == generation)
-        };
-        if already_open {
-            return Err(Error::InvalidArgument(
-                "environment is already open in this process (opening it twice would corrupt its locks)",
-            ));
-        }
-        // From here on, dropping the registration (on error or close) unregisters.
-        Self::open_data(
-            path,
-            &data_path,
-            lock,
-            Registration(lock_id, generation),
-            opts,
-            read_only,
-        )
+        // A first opener still holds the lock file exclusively: nobody else reads the data
+        // file's metas or the table until it has published the last txn id.
+        let data = Self::open_data(&data_path, opts, read_only)?;
+        pending.share(data.current.txnid)?;
+        let lock = opening.finish(pending)?;
+        drop(opening);
+        Ok(Self::from_parts(path, opts, data, lock))
     }
 
-    fn open_data(
-        path: &Path,
-        data_path: &Path,
-        lock: LockFile,
-        registration: Registration,
-        opts: &EnvOptions,
-        read_only: bool,
-    ) -> Result<Env> {
+    /// Opens (creating if needed) the data file, picks its current meta and maps it.
+    fn open_data(data_path: &Path, opts: &EnvOptions, read_only: bool) -> Result<DataFile> {
         let data = OpenOptions::new()
             .read(true)
             .write(!read_only)
@@ -500,43 +436,48 @@ impl Env {
         };
         let reservation = (map_size as usize).max(DEFAULT_RESERVATION);
         let map = Map::new(&data, reservation, (map_size as usize).max(used as usize))?;
-        if lock.initialised_here() {
-            // First opener: the lock file's txnid starts from the file's current meta.
-            lock.txnid_cell().store(current.txnid, Ordering::Release);
-        }
+        Ok(DataFile {
+            data,
+            map,
+            page_size,
+            current,
+            map_size,
+            explicit,
+        })
+    }
+
+    fn from_parts(path: &Path, opts: &EnvOptions, file: DataFile, lock: LockHandle) -> Env {
         let max_key_size = if opts.long_keys {
-            long_key_max(page_size)
+            long_key_max(file.page_size)
         } else {
             LMDB_MAX_KEY_SIZE
         };
-        Ok(Env {
+        Env {
             inner: EnvInner {
                 path: path.to_path_buf(),
-                data,
-                map,
-                lock,
-                page_size,
+                data: file.data,
+                map: file.map,
+                page_size: file.page_size,
                 flags: AtomicU32::new(opts.flags),
                 max_key_size,
-                map_size: AtomicU64::new(map_size),
+                map_size: AtomicU64::new(file.map_size),
                 file_len: AtomicU64::new(0),
                 catalog: std::sync::RwLock::new(crate::catalog::Catalog::new(
                     opts.max_dbs as usize,
                 )),
                 orders_generation: AtomicU64::new(0),
-                local_txnid: AtomicU64::new(current.txnid),
+                local_txnid: AtomicU64::new(file.current.txnid),
                 meta_cache: Default::default(),
                 record_cache: (0..opts.max_dbs).map(|_| Default::default()).collect(),
-                map_size_explicit: AtomicBool::new(explicit),
-                writer: Mutex::new(()),
+                map_size_explicit: AtomicBool::new(file.explicit),
                 spare_pages: Mutex::new(Vec::new()),
                 failed: AtomicBool::new(false),
-                fork_generation: registration.1,
+                fork_generation: fork::generation(),
                 txn_serial: AtomicU64::new(0),
                 last_stale_check: AtomicU64::new(0),
-                _registration: registration,
+                lock,
             },
-        })
+        }
     }
 
     /// Begins a read-only transaction on the latest committed snapshot.
@@ -692,11 +633,7 @@ impl Env {
     /// this process, as LMDB requires; `0` keeps the current size. Sizes beyond the address
     /// space reserved at open need a reopen.
     pub fn set_map_size(&self, bytes: u64) -> Result<()> {
-        let _writer = self
-            .inner
-            .writer
-            .lock()
-            .map_err(|_| Error::Panic("writer lock poisoned"))?;
+        let _writer = self.inner.lock.writer_in_process()?;
         let latest = self.inner.latest_meta()?;
         let used = (latest.last_pgno + 1) * self.inner.page_size as u64;
         // 0: adopt the size the file records (after `MapResized`), as LMDB.
@@ -790,7 +727,7 @@ impl EnvInner {
     /// `Panic` if this process is a `fork()` child of the one that opened the environment.
     #[inline]
     pub fn check_not_forked(&self) -> Result<()> {
-        if FORK_GENERATION.load(Ordering::Relaxed) != self.fork_generation {
+        if fork::current_generation() != self.fork_generation {
             return Err(Error::Panic(
                 "environment opened before fork(): open it again in the child process",
             ));
@@ -812,6 +749,24 @@ impl EnvInner {
             ));
         }
         Ok(meta)
+    }
+
+    /// After a writer died holding the writer lock (this thread holds it now): publishes
+    /// the newest valid meta's txn id, which the dead writer may have written without
+    /// publishing, clears dead readers and makes the lock usable again (LMDB's
+    /// `mdb_mutex_failed`).
+    pub fn recover_from_dead_writer(&self) -> Result<()> {
+        let decode = |which: u64| {
+            Meta::decode(
+                self.map
+                    .slice(which as usize * self.page_size, META_WRITE_SIZE),
+                which,
+            )
+        };
+        let file_pages = self.data.metadata()?.len() / self.page_size as u64;
+        let newest = meta::choose(decode(0), decode(1), file_pages)?;
+        self.lock.txnid_cell().store(newest.txnid, Ordering::SeqCst);
+        self.lock.writer_recovered()
     }
 
     /// The latest committed meta.

@@ -19,6 +19,7 @@ use crate::env::{env_flags, EnvInner, Stat};
 use crate::error::{Error, Result};
 use crate::freelist::{self, Reclaim};
 use crate::io;
+use crate::lock::mutex::Locked;
 use crate::lock::LockFile;
 use crate::meta::{DbRecord, Meta, META_WRITE_SIZE};
 use crate::page::{Node, PageView};
@@ -282,7 +283,7 @@ struct ReaderSlot<'env> {
 
 impl Drop for ReaderSlot<'_> {
     fn drop(&mut self) {
-        if crate::env::current_fork_generation() == self.fork_generation {
+        if crate::lock::fork::current_generation() == self.fork_generation {
             self.lock.release_slot(self.index);
         }
     }
@@ -325,6 +326,17 @@ fn check_map_size(env: &EnvInner, slot: &ReaderSlot<'_>, meta: Meta) -> Result<M
             env.lock.end_snapshot(slot.index);
             return Err(Error::MapResized);
         }
+    }
+    Ok(meta)
+}
+
+/// `MapResized` if the last commit `meta` reaches past this process's map size (a process
+/// with a larger map wrote it), as LMDB's write txns check too. Only with a fixed map size.
+fn check_write_map_size(env: &EnvInner, meta: Meta) -> Result<Meta> {
+    let used = (meta.last_pgno + 1) * env.page_size as u64;
+    if env.map_size_explicit.load(Ordering::Acquire) && used > env.map_size.load(Ordering::Acquire)
+    {
+        return Err(Error::MapResized);
     }
     Ok(meta)
 }
@@ -858,15 +870,19 @@ impl<'env> WriteTxn<'env> {
             return Err(Error::Io(std::io::Error::from_raw_os_error(libc::EACCES)));
         }
         env.check_not_forked()?;
-        let guard = env
-            .writer
-            .lock()
-            .map_err(|_| Error::Panic("writer lock poisoned"))?;
+        let guard = env.lock.writer_in_process()?;
         if env.failed.load(Ordering::Acquire) {
             return Err(Error::Panic("a commit failed; reopen the environment"));
         }
-        env.lock.lock_writer()?;
-        let base = match env.latest_meta() {
+        if env.lock.lock_writer()? == Locked::OwnerDied {
+            // A process died holding the writer lock, perhaps after writing its meta but
+            // before publishing its txn id: publish the newest meta's, as LMDB does.
+            if let Err(e) = env.recover_from_dead_writer() {
+                env.lock.unlock_writer();
+                return Err(e);
+            }
+        }
+        let base = match env.latest_meta().and_then(|m| check_write_map_size(env, m)) {
             Ok(m) => m,
             Err(e) => {
                 env.lock.unlock_writer();
@@ -1521,8 +1537,7 @@ impl Drop for WriteTxn<'_> {
         if let Ok(mut s) = self.env.spare_pages.lock() {
             *s = spare;
         }
-        // Release the cross-process lock while still holding the in-process one: fcntl
-        // locks belong to the process, so another thread must not take it first.
+        // The cross-process writer mutex; the in-process one goes with `_guard` just after.
         self.env.lock.unlock_writer();
     }
 }

@@ -290,18 +290,6 @@ fn one_writer_at_a_time() {
 }
 
 #[test]
-fn opening_twice_in_one_process_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path());
-    assert!(matches!(
-        open_with(dir.path(), &EnvOptions::new()),
-        Err(Error::InvalidArgument(_))
-    ));
-    drop(env);
-    open(dir.path());
-}
-
-#[test]
 fn explicit_map_size_is_a_limit() {
     let dir = tempfile::tempdir().unwrap();
     let env = open_with(

@@ -1,9 +1,10 @@
 //! Two-way compatibility with the real LMDB C library (mdb.master 0.9.70, through the
 //! `lmdb-master-sys` dev-dependency) and, when installed, Debian's `lmdb-utils` tools.
 //!
-//! Every test hands one environment back and forth between the two engines. They never
-//! have the same environment open at the same time: each re-initialises the lock file
-//! (whose format differs on purpose) when it is alone.
+//! Every test hands one environment back and forth between the two engines. The linked
+//! LMDB keeps a newer lock-file format than LMDB 0.9 (whose layout ferrocore shares), so
+//! these two never have the same environment open at the same time: each re-initialises
+//! the lock file when it is alone. Debian's LMDB 0.9 tools share a live one.
 //!
 //! Everything is compared in full against a `BTreeMap` model: cursor scans item by item,
 //! point gets of every key, gets of deleted keys, and the DB records (`MDB_stat`) the two
@@ -1120,13 +1121,11 @@ fn emptied_tree_round_trip() {
     lm_verify("LMDB reading the refilled tree", &lm, &model, &gone);
 }
 
-/// While ferrocore has an environment open, a real LMDB process (Debian's `mdb_stat`)
-/// refuses it cleanly: the lock file carries ferrocore's own format word, so LMDB answers
-/// MDB_VERSION_MISMATCH instead of misreading the lock table. Once ferrocore has closed
-/// it, LMDB re-initialises the lock file and opens the environment; and ferrocore then
-/// re-initialises the lock file LMDB left (docs/FORMAT.md §14).
+/// While ferrocore has an environment open, LMDB 0.9's own tools share it live: the lock
+/// file has LMDB 0.9's layout (docs/FORMAT.md §14), so Debian's `mdb_stat` opens it, sees
+/// ferrocore's commits and lists ferrocore's live reader with its pid and snapshot.
 #[test]
-fn a_live_ferrocore_environment_is_refused_by_lmdb_processes() {
+fn a_live_ferrocore_environment_is_shared_with_lmdb_tools() {
     if !lmdb_utils_available() {
         assert!(
             std::env::var_os("CI").is_none(),
@@ -1136,36 +1135,146 @@ fn a_live_ferrocore_environment_is_refused_by_lmdb_processes() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let stat = |dir: &Path| {
-        Command::new("mdb_stat")
-            .arg("-e")
-            .arg(dir)
+    let stat = |args: &[&str]| {
+        let out = Command::new("mdb_stat")
+            .args(args)
+            .arg(dir.path())
             .output()
-            .unwrap()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        // LMDB 0.9's `mdb_stat -r` exits 1 even when it succeeds (it returns fputs's
+        // count as its status), so only its silence on stderr tells.
+        assert!(
+            (out.status.success() || args == ["-r"]) && err.is_empty(),
+            "mdb_stat {args:?}: {:?} {err}",
+            out.status
+        );
+        String::from_utf8(out.stdout).unwrap()
     };
+    let env = fc_open(dir.path());
+    for round in 1..=3u8 {
+        let mut txn = env.begin_write().unwrap();
+        txn.put(Database::MAIN, &[round], b"v", 0).unwrap();
+        txn.commit().unwrap();
+    }
+    let reader = env.begin_read().unwrap();
+    let mut txn = env.begin_write().unwrap();
+    txn.put(Database::MAIN, b"later", b"v", 0).unwrap();
+    txn.commit().unwrap();
+
+    let out = stat(&["-e"]);
+    assert!(out.contains("Entries: 4"), "{out}");
+    assert!(out.contains("Number of readers used: 1"), "{out}");
+    // `mdb_stat -r`: "pid thread txnid" per reader; ferrocore's reads snapshot 3.
+    let out = stat(&["-r"]);
+    let pid = std::process::id().to_string();
+    let row = out
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(pid.as_str()))
+        .unwrap_or_else(|| panic!("ferrocore's reader is not listed:\n{out}"));
+    assert_eq!(row.split_whitespace().nth(2), Some("3"), "{out}");
+    drop(reader);
+    let out = stat(&["-r"]);
+    assert!(out.contains("(no active readers)"), "{out}");
+    // ferrocore is unharmed, and LMDB leaves the lock file as ferrocore uses it.
+    let txn = env.begin_read().unwrap();
+    assert_eq!(txn.stat().entries, 4);
+    drop(txn);
+    let mut txn = env.begin_write().unwrap();
+    txn.put(Database::MAIN, b"after mdb_stat", b"v", 0).unwrap();
+    txn.commit().unwrap();
+    drop(env);
+    assert!(stat(&["-e"]).contains("Entries: 5"));
+}
+
+/// The LMDB this test links (mdb.master 0.9.70) keeps a newer lock-file format than LMDB
+/// 0.9. While either has the environment open, a process of the other refuses it with
+/// MDB_VERSION_MISMATCH, as two LMDB versions refuse each other; once it is closed, the
+/// next opener alone re-initialises the lock file and opens it. (Two engines in one
+/// process cannot tell each other's fcntl locks from their own: that is not supported,
+/// as LMDB does not support it either.)
+#[test]
+fn lmdb_with_another_lock_format_is_refused_while_live() {
+    let dir = tempfile::tempdir().unwrap();
     {
         let env = fc_open(dir.path());
         let mut txn = env.begin_write().unwrap();
         txn.put(Database::MAIN, b"k", b"v", 0).unwrap();
         txn.commit().unwrap();
-        let out = stat(dir.path());
-        assert!(!out.status.success(), "LMDB opened a live ferrocore env");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("MDB_VERSION_MISMATCH"), "{err}");
-        // ferrocore is unharmed.
+        let out = child(dir.path(), "lmdb_open").output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let rc = String::from_utf8_lossy(&out.stdout);
+        let expected = format!("rc={}", lmdb_master_sys::MDB_VERSION_MISMATCH);
+        assert!(
+            rc.contains(&expected),
+            "LMDB 0.9.70 opened a live ferrocore env: {rc}"
+        );
         let txn = env.begin_read().unwrap();
         assert_eq!(txn.get(Database::MAIN, b"k").unwrap(), Some(&b"v"[..]));
     }
-    let out = stat(dir.path());
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("Entries: 1"));
+    {
+        let mut holder = child(dir.path(), "lmdb_hold").spawn().unwrap();
+        let ready = dir.path().join("ready");
+        while !ready.exists() {
+            assert!(
+                holder.try_wait().unwrap().is_none(),
+                "the LMDB process ended"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        // SAFETY: the open is expected to fail; nothing is read through it.
+        match unsafe { Env::open(dir.path()) } {
+            Err(ferrocore::Error::VersionMismatch { .. }) => {}
+            other => panic!("ferrocore opened a live LMDB 0.9.70 env: {:?}", other.err()),
+        }
+        std::fs::write(dir.path().join("done"), b"").unwrap();
+        assert!(holder.wait().unwrap().success());
+    }
     let env = fc_open(dir.path());
     assert_eq!(
         env.begin_read().unwrap().get(Database::MAIN, b"k").unwrap(),
         Some(&b"v"[..])
     );
+}
+
+/// This test binary, run again as a child process in `role` on the environment at `dir`.
+fn child(dir: &Path, role: &str) -> Command {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "child_process_entry",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env("FERROCORE_INTEROP_ROLE", role)
+    .env("FERROCORE_INTEROP_DIR", dir);
+    cmd
+}
+
+/// Not a test of its own: the entry point of the child processes of the tests above.
+/// Without the role variable (a normal test run) it does nothing.
+#[test]
+fn child_process_entry() {
+    let Some(role) = std::env::var_os("FERROCORE_INTEROP_ROLE") else {
+        return;
+    };
+    let dir = std::path::PathBuf::from(std::env::var_os("FERROCORE_INTEROP_DIR").unwrap());
+    match role.to_str().unwrap() {
+        "lmdb_open" => match lmdb::Env::try_open(&dir, LMDB_MAP_SIZE) {
+            Ok(_) => println!("rc=0"),
+            Err(rc) => println!("rc={rc}"),
+        },
+        "lmdb_hold" => {
+            let _env = lmdb::Env::open(&dir, LMDB_MAP_SIZE);
+            std::fs::write(dir.join("ready"), b"").unwrap();
+            while !dir.join("done").exists() {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        }
+        other => panic!("unknown role {other}"),
+    }
 }

@@ -58,6 +58,85 @@ fn read_u64(txn: &ferrocore::ReadTxn<'_>, db: Database, key: &[u8]) -> u64 {
         .map_or(0, |v| u64::from_le_bytes(v.try_into().unwrap()))
 }
 
+/// Keys of the concurrent-open test, and how many of them the writer stamps per txn.
+const OPENS_KEYS: u64 = 20_000;
+const SAMPLED: u64 = 100;
+
+fn opens_key(i: u64) -> [u8; 8] {
+    i.to_be_bytes()
+}
+
+fn unsafe_open(dir: &Path) -> ferrocore::Result<Env> {
+    // SAFETY: only ferrocore processes touch these files.
+    unsafe { EnvOptions::new().flags(env_flags::NO_SYNC).open(dir) }
+}
+
+/// Several processes open an environment nobody has open, at the same moment, again and
+/// again: one writer and readers that open, scan and close. Every open must succeed and
+/// see the whole database: no first opener may publish a table before it is complete
+/// (the last txn id included), and nobody may read the table before it is.
+#[test]
+fn concurrent_first_opens_never_see_a_half_made_table() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let env = open(dir.path());
+        let mut txn = env.begin_write().unwrap();
+        for i in 0..OPENS_KEYS {
+            txn.put(Database::MAIN, &opens_key(i), &0u64.to_le_bytes(), 0)
+                .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let readers = 4;
+    let rounds = std::env::var("FERROCORE_OPEN_ROUNDS").unwrap_or_else(|_| "400".into());
+    let mut children: Vec<Child> = (0..readers)
+        .map(|_| spawn_logged("open_scan_loop", dir.path(), &rounds))
+        .collect();
+    children.push(spawn_logged("open_write_loop", dir.path(), "100"));
+    std::fs::write(dir.path().join("go"), b"").unwrap();
+    let mut failures = Vec::new();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            // The panic's location and its message, the line after it.
+            let lines: Vec<&str> = err.lines().collect();
+            let at = lines.iter().position(|l| l.contains("panicked"));
+            let why = at.map_or(err.to_string(), |at| {
+                lines[at..lines.len().min(at + 2)].join(" ")
+            });
+            failures.push(format!("{:?}: {why}", out.status));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of 5 processes failed: {failures:#?}",
+        failures.len()
+    );
+    let env = open(dir.path());
+    let txn = env.begin_read().unwrap();
+    assert_eq!(txn.stat().entries, OPENS_KEYS);
+    assert_eq!(read_u64(&txn, Database::MAIN, &opens_key(0)), 100);
+    txn.check().unwrap();
+}
+
+fn spawn_logged(role: &str, dir: &Path, times: &str) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_process_entry",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(ROLE, role)
+        .env(DIR, dir)
+        .env("TIMES", times)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// Not a test of its own: the entry point of the child processes the tests below start.
 /// Without the role variable (a normal test run) it does nothing.
 #[test]
@@ -118,6 +197,45 @@ fn child_process_entry() {
             let after = read_u64(&txn, Database::MAIN, b"counter");
             txn.check().unwrap();
             std::process::exit(if before == after { 0 } else { 1 });
+        }
+        "open_scan_loop" | "open_write_loop" => {
+            // Run by `concurrent_first_opens_never_see_a_half_made_table`: wait for the
+            // start, then open, use and close the environment in a loop.
+            drop(env);
+            let go = dir.join("go");
+            while !go.exists() {
+                std::thread::yield_now();
+            }
+            let rounds: u64 = std::env::var("TIMES").unwrap().parse().unwrap();
+            for round in 0..rounds {
+                let env = match unsafe_open(&dir) {
+                    Ok(env) => env,
+                    Err(e) => panic!("open {round} failed: {e}"),
+                };
+                if role == "open_write_loop" {
+                    let mut txn = env.begin_write().expect("begin_write");
+                    let stamp = (round + 1).to_le_bytes();
+                    for i in 0..SAMPLED {
+                        txn.put(Database::MAIN, &opens_key(i * 97), &stamp, 0)
+                            .unwrap();
+                    }
+                    txn.commit().expect("commit");
+                } else {
+                    let txn = env.begin_read().expect("begin_read");
+                    let stamp = txn.get(Database::MAIN, &opens_key(0)).unwrap();
+                    let mut cursor = txn.cursor(Database::MAIN).unwrap();
+                    let (mut seen, mut item) = (0, cursor.first().unwrap());
+                    while let Some((key, value)) = item {
+                        let i = u64::from_be_bytes(key.try_into().unwrap());
+                        if i % 97 == 0 && i / 97 < SAMPLED {
+                            assert_eq!(Some(value), stamp, "open {round}: a torn snapshot");
+                        }
+                        seen += 1;
+                        item = cursor.next().unwrap();
+                    }
+                    assert_eq!(seen, OPENS_KEYS, "open {round} scanned {seen} entries");
+                }
+            }
         }
         "hold_writer" => {
             let mut txn = env.begin_write().unwrap();

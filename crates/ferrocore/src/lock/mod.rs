@@ -1,55 +1,80 @@
-//! The lock file: reader table and writer lock shared by every process of an environment.
+//! The lock file: reader table and writer lock shared by every process of an environment,
+//! in exactly LMDB 0.9's layout and protocol (x86-64 Linux, glibc), so that LMDB processes
+//! and ferrocore processes share one live environment. See `docs/FORMAT.md` §14.
 //!
-//! Layout follows LMDB 0.9's `lock.mdb` header and slot positions (see `docs/FORMAT.md`),
-//! but with format word [`LOCK_FORMAT`] instead of LMDB's, so that a real LMDB process
-//! opening the environment while ferrocore has it open refuses it (MDB_VERSION_MISMATCH)
-//! rather than using uninitialised pthread mutexes.
-//!
-//! - Presence: every process holds a shared fcntl lock on byte 0. The first opener gets an
-//!   exclusive lock instead, knows it is alone, re-initialises the header (whoever left the
-//!   file behind, LMDB or ferrocore) and downgrades to shared.
+//! - Presence: every process holds a shared fcntl lock on byte 0 while it has the
+//!   environment open. An opener that gets an exclusive lock there instead is alone: it
+//!   re-initialises the header, keeps the exclusive lock while it reads the data file, and
+//!   only then publishes the last txn id and downgrades to shared ([`LockFile::share`]).
+//!   Everyone else waits for the shared lock before reading anything of the file, so no
+//!   opener ever sees a half-initialised table.
 //! - Liveness: a process holds an exclusive fcntl lock on the byte at offset = its pid, so
-//!   `reader_check` can tell a dead reader's slot from a live one.
-//! - Writer: an exclusive fcntl lock on the byte at [`WRITER_LOCK_OFFSET`], which the
-//!   kernel releases if the process dies, plus an in-process mutex (fcntl locks do not
-//!   exclude threads of one process).
-//! - Readers claim a slot with a compare-and-swap on its pid word and publish their
-//!   snapshot txnid with atomics: no lock on the read path.
+//!   a reader-table check elsewhere can tell a dead reader's slot from a live one.
+//! - Writer: `mti_wmutex`, a process-shared robust pthread mutex held for the whole write
+//!   txn. If its owner dies, the next locker gets `EOWNERDEAD` and repairs the txn id.
+//! - Readers claim a slot under `mti_rmutex`, as LMDB does, and publish their snapshot's
+//!   txn id with atomics (no lock while reading); a reset txn keeps its slot.
+//!
+//! Each process opens one descriptor per lock file however many environments of it it has
+//! open (see [`registry`]): POSIX drops all of a process's fcntl locks on a file when any
+//! of its descriptors of that file is closed.
 
-use std::fs::{File, OpenOptions};
+pub mod fork;
+pub mod mutex;
+pub mod registry;
+
+use std::fs::File;
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
+use std::mem::ManuallyDrop;
 use std::os::unix::io::AsRawFd;
-use std::path::Path;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use crate::error::{Error, Result};
+use mutex::{Locked, SharedMutex};
 
 /// `mti_magic`.
 pub const LOCK_MAGIC: u32 = 0xBEEF_C0DE;
-/// ferrocore's lock format word (LMDB 0.9 writes 0x00010001).
-pub const LOCK_FORMAT: u32 = 0x00FC_0001;
+/// `mti_format` of LMDB 0.9: lock version 1, plus bit 16 "readers take pid locks".
+pub const LOCK_FORMAT: u32 = 0x0001_0001;
 /// Bytes of header before the reader slots.
 pub const HEADER_SIZE: usize = 128;
 /// Bytes per reader slot (one cache line).
 pub const SLOT_SIZE: usize = 64;
-/// Offset of the byte whose exclusive fcntl lock is the writer lock.
-pub const WRITER_LOCK_OFFSET: i64 = 1 << 40;
 /// `mr_txnid` of a slot that is held but has no snapshot in use.
 pub const NO_SNAPSHOT: u64 = u64::MAX;
 
-/// The mapped lock file of an open environment.
+/// Offsets of the header fields (LMDB's `MDB_txninfo`).
+const MAGIC_AT: usize = 0;
+const FORMAT_AT: usize = 4;
+const RMUTEX_AT: usize = 8;
+const TXNID_AT: usize = 48;
+const NUMREADERS_AT: usize = 56;
+const WMUTEX_AT: usize = 64;
+const _: () = assert!(RMUTEX_AT + mutex::MUTEX_SIZE <= TXNID_AT);
+const _: () = assert!(WMUTEX_AT + mutex::MUTEX_SIZE <= HEADER_SIZE);
+
+/// The mapped lock file of an open environment: one per process and file.
 pub struct LockFile {
-    file: File,
+    /// The process's one descriptor of the file; never closed in a forked child (see
+    /// [`fork`]).
+    file: ManuallyDrop<File>,
     ptr: *mut u8,
     len: usize,
     max_readers: usize,
     pid: u32,
-    initialised_here: bool,
+    /// Holding byte 0 exclusively: this process is the first opener and has not yet
+    /// called [`LockFile::share`].
+    exclusive: bool,
+    /// The fork generation the file was opened in.
+    fork_generation: u64,
+    /// Held (in this process) around the cross-process writer mutex: the in-process side of
+    /// the writer lock, and what `set_map_size` waits on.
+    writer_in_process: Mutex<()>,
 }
 
-// SAFETY: all shared state in the mapping is accessed through atomics; the pointer itself
-// never changes after creation.
+// SAFETY: all shared state in the mapping is accessed through atomics or glibc's mutex
+// calls; the pointer itself never changes after creation.
 unsafe impl Send for LockFile {}
 // SAFETY: see above.
 unsafe impl Sync for LockFile {}
@@ -75,7 +100,16 @@ fn fcntl_lock(file: &File, cmd: libc::c_int, kind: libc::c_int, start: i64) -> i
     }
 }
 
-/// True if some process holds a conflicting lock on byte `start`.
+/// Tries to lock byte 0 exclusively without waiting: `true` if this process is alone.
+fn try_exclusive(file: &File) -> io::Result<bool> {
+    match fcntl_lock(file, libc::F_SETLK, libc::F_WRLCK, 0) {
+        Ok(()) => Ok(true),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EACCES)) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// True if some other process holds a lock on byte `start`.
 fn fcntl_is_locked(file: &File, start: i64) -> io::Result<bool> {
     // SAFETY: as in fcntl_lock.
     let mut fl: libc::flock = unsafe { std::mem::zeroed() };
@@ -91,17 +125,120 @@ fn fcntl_is_locked(file: &File, start: i64) -> io::Result<bool> {
     Ok(fl.l_type != libc::F_UNLCK as libc::c_short)
 }
 
+/// Maps `len` bytes of `file`, shared and writable.
+fn map_shared(file: &File, len: usize) -> io::Result<*mut u8> {
+    // SAFETY: a fresh shared mapping of `len` bytes of an open file; no existing memory is
+    // affected.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(ptr.cast())
+}
+
+/// Checks the header of a mapped table that other processes share with us.
+fn check_header(magic: u32, format: u32) -> Result<()> {
+    if magic != LOCK_MAGIC {
+        return Err(Error::Invalid("lock file has a bad magic"));
+    }
+    if format != LOCK_FORMAT {
+        // Another engine (LMDB 1.0 / mdb.master's lock version 2) has it open right now.
+        return Err(Error::VersionMismatch { found: format });
+    }
+    Ok(())
+}
+
+/// The reader-table mutex, held; unlocked on drop.
+struct ReaderTableGuard<'a>(&'a LockFile);
+
+impl Drop for ReaderTableGuard<'_> {
+    fn drop(&mut self) {
+        self.0.rmutex().unlock();
+    }
+}
+
 impl LockFile {
-    /// Opens (creating if needed) the lock file at `path` with room for `max_readers`.
-    pub fn open(path: &Path, max_readers: usize, mode: u32) -> Result<LockFile> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(mode)
-            .open(path)?;
-        Self::with_file(file, max_readers)
+    /// Takes the presence lock on the open lock file `file` and maps it with room for
+    /// `max_readers` (a larger existing table wins). If this process is alone it
+    /// re-initialises the table and keeps byte 0 exclusive: the caller must then call
+    /// [`LockFile::share`] once it knows the last committed txn id.
+    pub fn with_file(file: File, max_readers: usize) -> Result<LockFile> {
+        let wanted = HEADER_SIZE + SLOT_SIZE * max_readers;
+        let lock = if try_exclusive(&file)? {
+            Self::initialise_alone(file, wanted)?
+        } else {
+            // Wait while a first opener initialises; then the table is complete.
+            fcntl_lock(&file, libc::F_SETLKW, libc::F_RDLCK, 0)?;
+            match Self::join(file)? {
+                Ok(lock) => lock,
+                // Never initialised, or its first opener died part way: if we are alone
+                // now, start afresh (upgrading our shared lock); else it is not ours to fix.
+                Err((file, e)) if matches!(e, Error::Invalid(_)) && try_exclusive(&file)? => {
+                    Self::initialise_alone(file, wanted)?
+                }
+                Err((_, e)) => return Err(e),
+            }
+        };
+        // Liveness marker for reader-table checks in other processes.
+        fcntl_lock(&lock.file, libc::F_SETLK, libc::F_WRLCK, lock.pid as i64)?;
+        Ok(lock)
+    }
+
+    /// Maps `len` bytes of `file` as this process's lock table.
+    fn map(file: File, len: usize, exclusive: bool) -> Result<LockFile> {
+        let ptr = map_shared(&file, len)?;
+        Ok(LockFile {
+            file: ManuallyDrop::new(file),
+            ptr,
+            len,
+            max_readers: (len - HEADER_SIZE) / SLOT_SIZE,
+            pid: std::process::id(),
+            exclusive,
+            fork_generation: fork::generation(),
+            writer_in_process: Mutex::new(()),
+        })
+    }
+
+    /// Holding byte 0 exclusively: a fresh table of at least `wanted` bytes (keeping a
+    /// larger size an earlier opener chose, as LMDB does), zeroed and initialised.
+    fn initialise_alone(file: File, wanted: usize) -> Result<LockFile> {
+        let len = wanted.max(file.metadata()?.len() as usize);
+        file.set_len(0)?;
+        file.set_len(len as u64)?;
+        let lock = Self::map(file, len, true)?;
+        lock.rmutex().init()?;
+        lock.wmutex().init()?;
+        lock.u32_at(MAGIC_AT).store(LOCK_MAGIC, Ordering::Relaxed);
+        lock.u32_at(FORMAT_AT).store(LOCK_FORMAT, Ordering::Relaxed);
+        lock.txnid_cell().store(0, Ordering::Relaxed);
+        lock.numreaders().store(0, Ordering::Release);
+        Ok(lock)
+    }
+
+    /// Holding byte 0 shared: the table others initialised, or the file back with the
+    /// reason it is not usable.
+    fn join(file: File) -> Result<std::result::Result<LockFile, (File, Error)>> {
+        let len = file.metadata()?.len() as usize;
+        if len < HEADER_SIZE + SLOT_SIZE {
+            return Ok(Err((file, Error::Invalid("lock file too short"))));
+        }
+        let lock = Self::map(file, len, false)?;
+        match check_header(
+            lock.u32_at(MAGIC_AT).load(Ordering::Acquire),
+            lock.u32_at(FORMAT_AT).load(Ordering::Acquire),
+        ) {
+            Ok(()) => Ok(Ok(lock)),
+            Err(e) => Ok(Err((lock.into_file(), e))),
+        }
     }
 
     /// A lock table no other process sees, in memory (`NO_LOCK`: the application
@@ -118,72 +255,30 @@ impl LockFile {
         Self::with_file(file, max_readers)
     }
 
-    fn with_file(file: File, max_readers: usize) -> Result<LockFile> {
-        let pid = std::process::id();
-        let alone = match fcntl_lock(&file, libc::F_SETLK, libc::F_WRLCK, 0) {
-            Ok(()) => true,
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EACCES)) => false,
-            Err(e) => return Err(e.into()),
-        };
-        let existing_len = file.metadata()?.len() as usize;
-        let wanted = HEADER_SIZE + SLOT_SIZE * max_readers;
-        let len = if alone {
-            // Nobody else has the environment open: start a fresh table, keeping a larger
-            // size an earlier opener chose (as LMDB does).
-            let len = wanted.max(existing_len);
-            file.set_len(0)?;
-            file.set_len(len as u64)?;
-            len
-        } else {
-            fcntl_lock(&file, libc::F_SETLKW, libc::F_RDLCK, 0)?;
-            if existing_len < HEADER_SIZE + SLOT_SIZE {
-                return Err(Error::Invalid("lock file too short"));
-            }
-            existing_len
-        };
-        // SAFETY: fresh shared read-write mapping of the whole lock file, which has `len`
-        // bytes (set above or checked); no other memory is affected.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error().into());
+    /// Unmaps the table and gives the file back, still open (for a retry).
+    fn into_file(self) -> File {
+        let mut me = ManuallyDrop::new(self);
+        // SAFETY: ptr/len are what mmap returned and nothing borrows the mapping yet.
+        unsafe { libc::munmap(me.ptr.cast(), me.len) };
+        // SAFETY: `me` is never used or dropped again, so the file is taken exactly once;
+        // the rest (an unlocked futex mutex, atomics) owns no resources.
+        unsafe { ManuallyDrop::take(&mut me.file) }
+    }
+
+    /// True while this process is the first opener and has not yet shared the table.
+    pub fn is_first_opener(&self) -> bool {
+        self.exclusive
+    }
+
+    /// Ends a first open: publishes `txnid` (the data file's newest meta) and downgrades
+    /// byte 0 to shared, letting the openers that waited in. A no-op for later openers.
+    pub fn share(&mut self, txnid: u64) -> Result<()> {
+        if self.exclusive {
+            self.txnid_cell().store(txnid, Ordering::SeqCst);
+            fcntl_lock(&self.file, libc::F_SETLK, libc::F_RDLCK, 0)?;
+            self.exclusive = false;
         }
-        let lock = LockFile {
-            file,
-            ptr: ptr.cast(),
-            len,
-            max_readers: (len - HEADER_SIZE) / SLOT_SIZE,
-            pid,
-            initialised_here: alone,
-        };
-        if alone {
-            lock.u32_at(0).store(LOCK_MAGIC, Ordering::Relaxed);
-            lock.u32_at(4).store(LOCK_FORMAT, Ordering::Relaxed);
-            lock.txnid_cell().store(0, Ordering::Relaxed);
-            lock.u32_at(56).store(0, Ordering::Release);
-            fcntl_lock(&lock.file, libc::F_SETLK, libc::F_RDLCK, 0)?;
-        } else {
-            let magic = lock.u32_at(0).load(Ordering::Acquire);
-            let format = lock.u32_at(4).load(Ordering::Acquire);
-            if magic != LOCK_MAGIC {
-                return Err(Error::Invalid("lock file has a bad magic"));
-            }
-            if format != LOCK_FORMAT {
-                // Another engine (LMDB itself) has the environment open right now.
-                return Err(Error::VersionMismatch { found: format });
-            }
-        }
-        // Liveness marker for reader_check in other processes.
-        fcntl_lock(&lock.file, libc::F_SETLK, libc::F_WRLCK, pid as i64)?;
-        Ok(lock)
+        Ok(())
     }
 
     /// An atomic u32 at byte `off` of the mapping.
@@ -201,18 +296,24 @@ impl LockFile {
         unsafe { &*(self.ptr.add(off) as *const AtomicU64) }
     }
 
-    /// True if this process was alone at open and initialised the table.
-    pub fn initialised_here(&self) -> bool {
-        self.initialised_here
+    fn rmutex(&self) -> SharedMutex {
+        // SAFETY: 8-aligned, in bounds (asserted against HEADER_SIZE above), and used by
+        // every process of the environment only as LMDB's reader-table mutex.
+        unsafe { SharedMutex::at(self.ptr.add(RMUTEX_AT)) }
+    }
+
+    fn wmutex(&self) -> SharedMutex {
+        // SAFETY: as in rmutex, for LMDB's writer mutex.
+        unsafe { SharedMutex::at(self.ptr.add(WMUTEX_AT)) }
     }
 
     /// The last committed txnid, published by the writer (`mti_txnid`).
     pub fn txnid_cell(&self) -> &AtomicU64 {
-        self.u64_at(48)
+        self.u64_at(TXNID_AT)
     }
 
     fn numreaders(&self) -> &AtomicU32 {
-        self.u32_at(56)
+        self.u32_at(NUMREADERS_AT)
     }
 
     fn slot_txnid(&self, i: usize) -> &AtomicU64 {
@@ -237,24 +338,42 @@ impl LockFile {
         (self.numreaders().load(Ordering::Acquire) as usize).min(self.max_readers)
     }
 
-    /// Claims a free reader slot for this process.
-    pub fn acquire_slot(&self) -> Result<usize> {
-        for i in 0..self.max_readers {
-            let pid = self.slot_pid(i);
-            if pid.load(Ordering::Relaxed) == 0
-                && pid
-                    .compare_exchange(0, self.pid, Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok()
-            {
-                self.slot_txnid(i).store(NO_SNAPSHOT, Ordering::SeqCst);
-                // SAFETY: pthread_self has no preconditions.
-                self.slot_tid(i)
-                    .store(unsafe { libc::pthread_self() } as u64, Ordering::Relaxed);
-                self.numreaders().fetch_max(i as u32 + 1, Ordering::AcqRel);
-                return Ok(i);
-            }
+    /// Locks the reader table (`mti_rmutex`). If its owner died, first clears the slots of
+    /// dead processes (what the owner may have left half-claimed), as LMDB does.
+    fn lock_reader_table(&self) -> Result<ReaderTableGuard<'_>> {
+        let mutex = self.rmutex();
+        let locked = mutex.lock()?;
+        let guard = ReaderTableGuard(self);
+        if locked == Locked::OwnerDied {
+            self.clear_stale_readers_locked()?;
+            mutex.mark_consistent()?;
         }
-        Err(Error::ReadersFull)
+        Ok(guard)
+    }
+
+    /// Claims a free reader slot for this process, under the reader-table mutex and exactly
+    /// as LMDB claims it.
+    pub fn acquire_slot(&self) -> Result<usize> {
+        // SAFETY: pthread_self has no preconditions.
+        let tid = unsafe { libc::pthread_self() } as u64;
+        let _table = self.lock_reader_table()?;
+        let used = self.num_readers();
+        let i = (0..used)
+            .find(|&i| self.slot_pid(i).load(Ordering::Acquire) == 0)
+            .unwrap_or(used);
+        if i >= self.max_readers {
+            return Err(Error::ReadersFull);
+        }
+        // Reset the slot, publish it in the count, then claim it: code that scans the
+        // table without the mutex never sees a half-written slot with a pid.
+        self.slot_pid(i).store(0, Ordering::SeqCst);
+        self.slot_txnid(i).store(NO_SNAPSHOT, Ordering::SeqCst);
+        self.slot_tid(i).store(tid, Ordering::Relaxed);
+        if i == used {
+            self.numreaders().store(used as u32 + 1, Ordering::SeqCst);
+        }
+        self.slot_pid(i).store(self.pid, Ordering::SeqCst);
+        Ok(i)
     }
 
     /// Publishes a consistent snapshot in slot `i` and returns its txnid: loops until the
@@ -277,8 +396,10 @@ impl LockFile {
         self.slot_txnid(i).store(NO_SNAPSHOT, Ordering::Release);
     }
 
-    /// Gives slot `i` back.
+    /// Gives slot `i` back (as LMDB does when a `NOTLS` read txn ends).
     pub fn release_slot(&self, i: usize) {
+        debug_assert!(i < self.max_readers);
+        debug_assert_eq!(self.slot_pid(i).load(Ordering::Relaxed), self.pid);
         self.slot_txnid(i).store(NO_SNAPSHOT, Ordering::Release);
         self.slot_pid(i).store(0, Ordering::Release);
     }
@@ -298,21 +419,31 @@ impl LockFile {
         oldest
     }
 
-    /// Takes the cross-process writer lock (blocks).
-    pub fn lock_writer(&self) -> Result<()> {
-        fcntl_lock(
-            &self.file,
-            libc::F_SETLKW,
-            libc::F_WRLCK,
-            WRITER_LOCK_OFFSET,
-        )?;
+    /// The in-process half of the writer lock: taken before [`LockFile::lock_writer`],
+    /// released after [`LockFile::unlock_writer`].
+    pub fn writer_in_process(&self) -> Result<MutexGuard<'_, ()>> {
+        self.writer_in_process
+            .lock()
+            .map_err(|_| Error::Panic("writer lock poisoned"))
+    }
+
+    /// Takes the cross-process writer mutex (blocks). On [`Locked::OwnerDied`] the caller
+    /// must republish the newest meta's txn id, then call [`LockFile::writer_recovered`].
+    pub fn lock_writer(&self) -> Result<Locked> {
+        Ok(self.wmutex().lock()?)
+    }
+
+    /// Ends the repair after [`Locked::OwnerDied`]: clears dead readers and makes the
+    /// writer mutex usable again.
+    pub fn writer_recovered(&self) -> Result<()> {
+        self.clear_stale_readers()?;
+        self.wmutex().mark_consistent()?;
         Ok(())
     }
 
-    /// Releases the cross-process writer lock.
+    /// Releases the cross-process writer mutex.
     pub fn unlock_writer(&self) {
-        // An unlock of a lock we hold cannot fail for a valid fd.
-        let _ = fcntl_lock(&self.file, libc::F_SETLK, libc::F_UNLCK, WRITER_LOCK_OFFSET);
+        self.wmutex().unlock();
     }
 
     /// Lists the occupied slots: (pid, thread id, snapshot txnid or None).
@@ -332,46 +463,88 @@ impl LockFile {
             .collect()
     }
 
+    /// True if process `pid` holds its liveness lock (LMDB readers take it too).
+    fn is_alive(&self, pid: u32) -> Result<bool> {
+        Ok(fcntl_is_locked(&self.file, pid as i64)?)
+    }
+
     /// Clears the slots of processes that no longer exist; returns how many were cleared.
+    /// Finds them without the reader-table mutex, then clears each dead process's slots
+    /// under it, after checking again that the pid was not reused meanwhile (as LMDB).
     pub fn clear_stale_readers(&self) -> Result<usize> {
         let mut cleared = 0;
-        let mut checked: Vec<(u32, bool)> = Vec::new();
+        let mut checked: Vec<u32> = Vec::new();
         for i in 0..self.num_readers() {
             let pid = self.slot_pid(i).load(Ordering::Acquire);
-            if pid == 0 || pid == self.pid {
+            if pid == 0 || pid == self.pid || checked.contains(&pid) {
                 continue;
             }
-            let alive = match checked.iter().find(|(p, _)| *p == pid) {
-                Some(&(_, alive)) => alive,
-                None => {
-                    let alive = fcntl_is_locked(&self.file, pid as i64)?;
-                    checked.push((pid, alive));
-                    alive
-                }
-            };
-            // A dead process writes nothing: clear its snapshot first, then free the slot,
-            // so a new owner's snapshot is never overwritten.
-            if !alive {
-                self.slot_txnid(i).store(NO_SNAPSHOT, Ordering::SeqCst);
-                if self
-                    .slot_pid(i)
-                    .compare_exchange(pid, 0, Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok()
-                {
-                    cleared += 1;
-                }
+            checked.push(pid);
+            if self.is_alive(pid)? {
+                continue;
+            }
+            let _table = self.lock_reader_table()?;
+            if !self.is_alive(pid)? {
+                cleared += self.clear_slots_of(pid, i);
             }
         }
         Ok(cleared)
+    }
+
+    /// [`LockFile::clear_stale_readers`] for a caller that holds the reader-table mutex.
+    fn clear_stale_readers_locked(&self) -> Result<usize> {
+        let mut cleared = 0;
+        let mut checked: Vec<u32> = Vec::new();
+        for i in 0..self.num_readers() {
+            let pid = self.slot_pid(i).load(Ordering::Acquire);
+            if pid == 0 || pid == self.pid || checked.contains(&pid) {
+                continue;
+            }
+            checked.push(pid);
+            if !self.is_alive(pid)? {
+                cleared += self.clear_slots_of(pid, i);
+            }
+        }
+        Ok(cleared)
+    }
+
+    /// Frees every slot from `from` on that dead process `pid` holds (reader-table mutex
+    /// held). A dead process writes nothing: its snapshot is cleared first, then the slot.
+    fn clear_slots_of(&self, pid: u32, from: usize) -> usize {
+        let mut cleared = 0;
+        for j in from..self.num_readers() {
+            if self.slot_pid(j).load(Ordering::Acquire) == pid {
+                self.slot_txnid(j).store(NO_SNAPSHOT, Ordering::SeqCst);
+                self.slot_pid(j).store(0, Ordering::SeqCst);
+                cleared += 1;
+            }
+        }
+        cleared
     }
 }
 
 impl Drop for LockFile {
     fn drop(&mut self) {
+        let forked = fork::current_generation() != self.fork_generation;
+        if !forked {
+            // Any slot this process still holds goes back (no txn outlives its environment).
+            for i in 0..self.num_readers() {
+                if self.slot_pid(i).load(Ordering::Acquire) == self.pid {
+                    self.slot_txnid(i).store(NO_SNAPSHOT, Ordering::SeqCst);
+                    self.slot_pid(i).store(0, Ordering::SeqCst);
+                }
+            }
+        }
         // SAFETY: ptr/len are what mmap returned; nothing borrows the mapping past the
         // environment's lifetime.
         unsafe {
             libc::munmap(self.ptr.cast(), self.len);
+        }
+        if !forked {
+            // SAFETY: dropped exactly once, here; `self.file` is not used afterwards. In a
+            // forked child the inherited descriptor stays open: closing it would drop the
+            // fcntl locks this process holds on the same file through its own later open.
+            unsafe { ManuallyDrop::drop(&mut self.file) };
         }
     }
 }
