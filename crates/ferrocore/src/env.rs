@@ -153,6 +153,10 @@ impl EnvOptions {
 
     /// Opens (creating if needed) the environment at `path`.
     ///
+    /// Other processes, of ferrocore or of LMDB 0.9, may have it open at the same time. So
+    /// may this process: a second open shares the first's lock file, and either handle may
+    /// be closed first (the other keeps working).
+    ///
     /// # Safety
     ///
     /// Reads hand out slices of a shared memory map of the data file. The caller promises

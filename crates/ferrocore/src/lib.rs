@@ -22,8 +22,9 @@
 //! `store` (the page seam between trees and storage, nested-txn undo), `btree` and
 //! `cursor` (tree algorithms and LMDB's cursor moves), `dupsort` (sorted duplicates),
 //! `catalog` (named DBs and their orders), `freelist` (free pages), `txn` (transactions and
-//! commit), `env` (open, stat, info), `seqcache` (lock-free caches shared by txns), `io` and
-//! `lock` (the map, the lock file), `check` (integrity checker).
+//! commit), `env` (open, stat, info), `seqcache` (lock-free caches shared by txns), `io`
+//! (the map), `lock` (LMDB 0.9's lock file: reader table, writer mutex, one descriptor per
+//! process), `check` (integrity checker).
 
 // `unsafe` lives only in `io` (the map), `lock` (the shared lock file) and `env` (the
 // contract of `open`, `sysconf`); everything else works on safe, bounds-checked views.
