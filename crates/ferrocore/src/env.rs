@@ -285,6 +285,48 @@ fn valid_page_size(ps: usize) -> bool {
 }
 
 /// Reads the first bytes of meta page `which` of a file with pages of `page_size`.
+/// The page size and the current meta of a non-empty data file: the newest valid meta
+/// whose tree fits the file. The file's length is read after the metas: the file only
+/// grows, and a writer writes its pages before its meta, so a meta read whole always fits.
+fn read_current_meta(data: &File) -> Result<(usize, Meta)> {
+    let m0 = read_meta_at(data, MIN_PAGE_SIZE, 0);
+    // Meta 0 tells the page size; if it is unreadable, look for meta 1 at each possible
+    // page size.
+    let candidates: Vec<usize> = match &m0 {
+        Ok((m, _)) => vec![m.page_size()],
+        Err(_) => (12..=15).map(|s| 1usize << s).collect(),
+    };
+    let mut first_err = None;
+    for ps in candidates {
+        if !valid_page_size(ps) {
+            first_err.get_or_insert(Error::Invalid("meta page records an unsupported page size"));
+            continue;
+        }
+        let m1 = read_meta_at(data, ps, 1);
+        if matches!(&m1, Ok((m, _)) if m.page_size() != ps) {
+            continue;
+        }
+        let m0_here = match &m0 {
+            Ok((m, c)) => Ok((*m, *c)),
+            Err(_) => read_meta_at(data, ps, 0),
+        };
+        let len = data.metadata()?.len();
+        match meta::choose(m0_here, m1, len / ps as u64) {
+            Ok(m) => return Ok((ps, m)),
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    // No meta page is usable: to the application this is not an LMDB file it can open
+    // (LMDB's MDB_INVALID), whatever the first page's fault was.
+    Err(match first_err {
+        Some(Error::Io(e)) => Error::Io(e),
+        Some(Error::VersionMismatch { found }) => Error::VersionMismatch { found },
+        _ => Error::Invalid("no valid meta page"),
+    })
+}
+
 fn read_meta_at(file: &File, page_size: usize, which: u64) -> Result<(Meta, meta::MetaCheck)> {
     let mut buf = [0u8; META_WRITE_SIZE];
     match file.read_exact_at(&mut buf, which * page_size as u64) {
@@ -346,7 +388,8 @@ impl Env {
         };
         // A first opener still holds the lock file exclusively: nobody else reads the data
         // file's metas or the table until it has published the last txn id.
-        let data = Self::open_data(&data_path, opts, read_only)?;
+        let alone = pending.lock().is_first_opener();
+        let data = Self::open_data(&data_path, opts, read_only, alone)?;
         pending.share(data.current.txnid)?;
         let lock = opening.finish(pending)?;
         drop(opening);
@@ -354,7 +397,14 @@ impl Env {
     }
 
     /// Opens (creating if needed) the data file, picks its current meta and maps it.
-    fn open_data(data_path: &Path, opts: &EnvOptions, read_only: bool) -> Result<DataFile> {
+    /// `alone`: this process holds the lock file exclusively (no other process has the
+    /// environment open), so no writer can be committing meanwhile.
+    fn open_data(
+        data_path: &Path,
+        opts: &EnvOptions,
+        read_only: bool,
+        alone: bool,
+    ) -> Result<DataFile> {
         let data = OpenOptions::new()
             .read(true)
             .write(!read_only)
@@ -385,50 +435,21 @@ impl Env {
             io::sync_data(&data)?;
             (ps, meta)
         } else {
-            let m0 = read_meta_at(&data, MIN_PAGE_SIZE, 0);
-            // Meta 0 tells the page size; if it is unreadable, look for meta 1 at each
-            // possible page size.
-            let candidates: Vec<usize> = match &m0 {
-                Ok((m, _)) => vec![m.page_size()],
-                Err(_) => (12..=15).map(|s| 1usize << s).collect(),
-            };
-            let mut chosen = None;
-            let mut first_err = None;
-            for ps in candidates {
-                if !valid_page_size(ps) {
-                    first_err.get_or_insert(Error::Invalid(
-                        "meta page records an unsupported page size",
-                    ));
-                    continue;
-                }
-                let m1 = read_meta_at(&data, ps, 1);
-                if matches!(&m1, Ok((m, _)) if m.page_size() != ps) {
-                    continue;
-                }
-                let m0_here = match &m0 {
-                    Ok((m, c)) => Ok((*m, *c)),
-                    Err(_) => read_meta_at(&data, ps, 0),
-                };
-                match meta::choose(m0_here, m1, len / ps as u64) {
-                    Ok(m) => {
-                        chosen = Some((ps, m));
-                        break;
+            // A writer in another process may be committing while this process reads: a
+            // meta read half-written fails its checksum, and the other meta is then the
+            // previous commit's. Reading both torn takes two commits between two reads;
+            // a few more tries settle it. Alone (`alone`), nobody writes: no retry.
+            let tries = if alone { 1 } else { 8 };
+            let mut attempt = 1;
+            loop {
+                match read_current_meta(&data) {
+                    Ok(chosen) => break chosen,
+                    Err(e @ (Error::Io(_) | Error::VersionMismatch { .. })) => return Err(e),
+                    Err(e) if attempt >= tries => return Err(e),
+                    Err(_) => {
+                        attempt += 1;
+                        std::thread::sleep(std::time::Duration::from_millis(1));
                     }
-                    Err(e) => {
-                        first_err.get_or_insert(e);
-                    }
-                }
-            }
-            match chosen {
-                Some(c) => c,
-                // No meta page is usable: to the application this is not an LMDB file it
-                // can open (LMDB's MDB_INVALID), whatever the first page's fault was.
-                None => {
-                    return Err(match first_err {
-                        Some(Error::Io(e)) => Error::Io(e),
-                        Some(Error::VersionMismatch { found }) => Error::VersionMismatch { found },
-                        _ => Error::Invalid("no valid meta page"),
-                    })
                 }
             }
         };

@@ -72,9 +72,11 @@ fn unsafe_open(dir: &Path) -> ferrocore::Result<Env> {
 }
 
 /// Several processes open an environment nobody has open, at the same moment, again and
-/// again: one writer and readers that open, scan and close. Every open must succeed and
-/// see the whole database: no first opener may publish a table before it is complete
-/// (the last txn id included), and nobody may read the table before it is.
+/// again: readers that open, scan and close, first alone, then with a writer that opens,
+/// commits and closes. Every open must succeed and see the whole database: no first
+/// opener may publish a table before it is complete (the last txn id included), and
+/// nobody may read the table before it is. `FERROCORE_OPEN_ROUNDS` sets the opens per
+/// reader and phase (default 300: 2,400 reader opens in all).
 #[test]
 fn concurrent_first_opens_never_see_a_half_made_table() {
     let dir = tempfile::tempdir().unwrap();
@@ -87,14 +89,30 @@ fn concurrent_first_opens_never_see_a_half_made_table() {
         }
         txn.commit().unwrap();
     }
-    let readers = 4;
-    let rounds = std::env::var("FERROCORE_OPEN_ROUNDS").unwrap_or_else(|_| "400".into());
-    let mut children: Vec<Child> = (0..readers)
-        .map(|_| spawn_logged("open_scan_loop", dir.path(), &rounds))
+    let rounds = std::env::var("FERROCORE_OPEN_ROUNDS").unwrap_or_else(|_| "300".into());
+    open_storm(dir.path(), &rounds, false);
+    open_storm(dir.path(), &rounds, true);
+    let env = open(dir.path());
+    let txn = env.begin_read().unwrap();
+    assert_eq!(txn.stat().entries, OPENS_KEYS);
+    assert_eq!(read_u64(&txn, Database::MAIN, &opens_key(0)), 100);
+    txn.check().unwrap();
+}
+
+/// Four reader processes (and a writer, with `writer`) that start together on a `go` file
+/// and open the environment `rounds` times each; panics with every process's failure.
+fn open_storm(dir: &Path, rounds: &str, writer: bool) {
+    let go = dir.join("go");
+    let _ = std::fs::remove_file(&go);
+    let mut children: Vec<Child> = (0..4)
+        .map(|_| spawn_logged("open_scan_loop", dir, rounds))
         .collect();
-    children.push(spawn_logged("open_write_loop", dir.path(), "100"));
-    std::fs::write(dir.path().join("go"), b"").unwrap();
+    if writer {
+        children.push(spawn_logged("open_write_loop", dir, "100"));
+    }
+    std::fs::write(&go, b"").unwrap();
     let mut failures = Vec::new();
+    let processes = children.len();
     for child in children {
         let out = child.wait_with_output().unwrap();
         if !out.status.success() {
@@ -110,14 +128,9 @@ fn concurrent_first_opens_never_see_a_half_made_table() {
     }
     assert!(
         failures.is_empty(),
-        "{} of 5 processes failed: {failures:#?}",
+        "writer {writer}: {} of {processes} processes failed: {failures:#?}",
         failures.len()
     );
-    let env = open(dir.path());
-    let txn = env.begin_read().unwrap();
-    assert_eq!(txn.stat().entries, OPENS_KEYS);
-    assert_eq!(read_u64(&txn, Database::MAIN, &opens_key(0)), 100);
-    txn.check().unwrap();
 }
 
 fn spawn_logged(role: &str, dir: &Path, times: &str) -> Child {
