@@ -1,8 +1,9 @@
-//! W8 instructions per operation (DESIGN.md, seed 003): each engine runs W3's random
-//! puts (txns of 1,000, no sync) and W4's random gets (one read txn) at small N under
-//! `valgrind --tool=callgrind`, with collection switched on only inside
-//! [`ferrobench_measure`], so key generation, opening and the untimed load before the
-//! gets are not counted. Instructions (Ir) / N is the figure: it does not move with
+//! W8 instructions per operation (DESIGN.md, seed 003): each engine runs, at small N under
+//! `valgrind --tool=callgrind`, W3's random puts (txns of 1,000, no sync), W4's random
+//! gets (one read txn), W5's scan (one read txn, every entry), W2's sorted APPEND puts
+//! (txns of 1,000) and W7's indexed entries (a record plus 10 DUPSORT index values each,
+//! txns of 1,000), with collection switched on only inside [`ferrobench_measure`], so key
+//! generation, opening and the untimed loads before the reads are not counted. Instructions (Ir) / N is the figure: it does not move with
 //! machine noise. System calls (pwrite, fsync, mmap faults) run in the kernel and are not
 //! counted.
 
@@ -12,7 +13,7 @@ use std::process::{Command, Stdio};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
-use crate::data::{value, KeyBuf};
+use crate::data::{indexed_entries, value, KeyBuf};
 use crate::engines::{self, Config, Kind};
 
 #[derive(Args, Clone, Debug)]
@@ -33,8 +34,30 @@ pub struct W8Args {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
 pub enum Op {
+    /// W3: random put (commit included).
     Put,
+    /// W4: random get.
     Get,
+    /// W5: one step of a full scan.
+    Next,
+    /// W2: sorted APPEND put (commit included).
+    Append,
+    /// W7: one entry, a record and 10 DUPSORT index values (commit included).
+    Index,
+}
+
+impl Op {
+    const ALL: [Op; 5] = [Op::Put, Op::Get, Op::Next, Op::Append, Op::Index];
+
+    fn label(self) -> &'static str {
+        match self {
+            Op::Put => "put",
+            Op::Get => "get",
+            Op::Next => "next",
+            Op::Append => "append put",
+            Op::Index => "W7 entry",
+        }
+    }
 }
 
 #[derive(Args, Clone, Debug)]
@@ -63,23 +86,45 @@ pub fn cell(args: &W8CellArgs) {
     let v = value(100);
     let cfg = Config {
         sync: false,
-        data_bytes: args.n * 140,
-        indexes: 0,
+        data_bytes: args.n * (256 + 24 + 10 * 40),
+        indexes: if args.op == Op::Index { 10 } else { 0 },
     };
     let mut e = engines::open(args.engine, &args.dir, cfg);
+    let load = |e: &mut Box<dyn engines::Engine>| {
+        for chunk in k.chunks(1000) {
+            e.put_batch(chunk, &v, false);
+        }
+    };
     match args.op {
-        Op::Put => ferrobench_measure(&mut || {
-            for chunk in k.chunks(1000) {
-                e.put_batch(chunk, &v, false);
-            }
-        }),
+        Op::Put => ferrobench_measure(&mut || load(&mut e)),
         Op::Get => {
-            for chunk in k.chunks(1000) {
-                e.put_batch(chunk, &v, false);
-            }
+            load(&mut e);
             let mut found = 0;
             ferrobench_measure(&mut || found = e.get_all(k));
             assert_eq!(found, args.n * 100);
+        }
+        Op::Next => {
+            load(&mut e);
+            let mut seen = 0;
+            ferrobench_measure(&mut || seen = e.scan());
+            assert_eq!(seen, args.n);
+        }
+        Op::Append => {
+            let sorted = KeyBuf::sorted(args.n, 16);
+            ferrobench_measure(&mut || {
+                for chunk in sorted.keys().chunks(1000) {
+                    e.put_batch(chunk, &v, true);
+                }
+            });
+        }
+        Op::Index => {
+            let entries = indexed_entries(args.n, 10);
+            let record = value(256);
+            ferrobench_measure(&mut || {
+                for chunk in entries.chunks(1000) {
+                    e.indexed_batch(chunk, &record);
+                }
+            });
         }
     }
 }
@@ -127,7 +172,7 @@ pub fn run(args: &W8Args) {
     let exe = std::env::current_exe().expect("own path");
     let mut rows = Vec::new();
     for &engine in &engines {
-        for op in [Op::Put, Op::Get] {
+        for op in Op::ALL {
             let dir = tempfile::tempdir().unwrap();
             let out = dir.path().join("callgrind.out");
             let data = dir.path().join("db");
@@ -168,26 +213,29 @@ pub fn run(args: &W8Args) {
     let machine = crate::machine::Machine::probe(&std::env::temp_dir());
     let find = |e: Kind, op: Op| rows.iter().find(|r| r.engine == e && r.op == op);
     let sep = if args.markdown { "|" } else { "" };
+    let header: Vec<String> = Op::ALL
+        .iter()
+        .map(|op| format!("{} Ir/op", op.label()))
+        .collect();
     if args.markdown {
         println!(
             "Date: {}. Command: `{}`. {}.\n",
             machine.date, machine.command, machine.versions
         );
-        println!("| engine | put instructions/op | get instructions/op |");
-        println!("|---|---:|---:|");
+        println!("| engine | {} |", header.join(" | "));
+        println!("|---|{}", "---:|".repeat(header.len()));
     } else {
         for l in machine.lines() {
             println!("{l}");
         }
         println!(
             "\nW8 instructions per operation under callgrind, N = {} (16-byte random keys, 100-byte values;\n\
-             put: txns of 1000, no sync, commit included; get: one read txn); (x) = engine / LMDB\n",
+             put, append put, W7 entry: txns of 1000, no sync, commit included; get, next: one read txn);\n\
+             (x) = engine / LMDB\n",
             args.n
         );
-        println!(
-            "{:<10} {:>20} {:>20}",
-            "engine", "put instr/op", "get instr/op"
-        );
+        let cols: Vec<String> = header.iter().map(|h| format!("{h:>18}")).collect();
+        println!("{:<10} {}", "engine", cols.join(" "));
     }
     for &e in &engines {
         let cell = |op| {
@@ -197,20 +245,16 @@ pub fn run(args: &W8Args) {
                 None => format!("{:.0}", r.per_op),
             }
         };
+        let cells: Vec<String> = Op::ALL.iter().map(|&op| cell(op)).collect();
         if args.markdown {
             println!(
-                "{sep} {} {sep} {} {sep} {} {sep}",
+                "{sep} {} {sep} {} {sep}",
                 e.label(),
-                cell(Op::Put),
-                cell(Op::Get)
+                cells.join(&format!(" {sep} "))
             );
         } else {
-            println!(
-                "{:<10} {:>20} {:>20}",
-                e.label(),
-                cell(Op::Put),
-                cell(Op::Get)
-            );
+            let cells: Vec<String> = cells.iter().map(|c| format!("{c:>18}")).collect();
+            println!("{:<10} {}", e.label(), cells.join(" "));
         }
     }
     if let Some(path) = &args.json {
