@@ -280,6 +280,87 @@ impl<S: PageStore> DupTree<'_, S> {
         Ok(())
     }
 
+    /// What adding `value` to `key`'s set takes, decided from the set in place (no copy of
+    /// its values unless its form changes). Errors as [`DupTree::put`].
+    fn plan_put(&self, key: &[u8], value: &[u8], no_overwrite: bool) -> Result<PutPlan> {
+        let db = *self.tree.db;
+        let src = &*self.tree.store;
+        if db.root == P_INVALID {
+            return Ok(PutPlan::NewKey);
+        }
+        let mut path = btree::Path::default();
+        let (idx, exact) = btree::search(src, &db, self.tree.cmp, key, &mut path)?;
+        if !exact {
+            return Ok(PutPlan::NewKey);
+        }
+        if no_overwrite {
+            return Err(Error::KeyExist);
+        }
+        let node = btree::view(src, path.leaf())?.node(idx)?;
+        let dups = dups_of(&node, path.leaf())?;
+        if self.is_fixed() {
+            // DUPFIXED: every value of a key has the size of its first one.
+            let size = match dups {
+                Dups::Single(v) => v.len(),
+                Dups::SubPage(sub) => sub.key(0)?.len(),
+                Dups::SubDb(rec) => rec.pad as usize,
+            };
+            if size != value.len() {
+                return Err(Error::BadValSize {
+                    what: "DUPFIXED value (all values of a key have one size)",
+                    size: value.len(),
+                    max: size,
+                });
+            }
+        }
+        match dups {
+            Dups::Single(v) => Ok(match self.dcmp.compare(v, value) {
+                std::cmp::Ordering::Equal => PutPlan::Present,
+                std::cmp::Ordering::Less => PutPlan::Values(vec![v.to_vec(), value.to_vec()]),
+                std::cmp::Ordering::Greater => PutPlan::Values(vec![value.to_vec(), v.to_vec()]),
+            }),
+            Dups::SubPage(sub) => {
+                let (mut lo, mut hi) = (0, sub.num_keys());
+                while lo < hi {
+                    let mid = (lo + hi) / 2;
+                    match self.dcmp.compare(sub.key(mid)?, value) {
+                        std::cmp::Ordering::Less => lo = mid + 1,
+                        std::cmp::Ordering::Greater => hi = mid,
+                        std::cmp::Ordering::Equal => return Ok(PutPlan::Present),
+                    }
+                }
+                let footprint = if sub.is_leaf2() {
+                    value.len()
+                } else {
+                    2 + even(NODE_HEADER_SIZE + value.len())
+                };
+                // A sub-page LMDB wrote may have room already.
+                let extra = footprint.saturating_sub(sub.free_space());
+                let bytes = sub.bytes();
+                let node_limit = node_max(src.page_size());
+                if NODE_HEADER_SIZE + key.len() + bytes.len() + extra > node_limit {
+                    // Too big for the node as it is: `store_values` packs the values
+                    // tightly, or makes the set a sub-DB.
+                    let mut values = subpage_values(&sub)?;
+                    values.insert(lo, value);
+                    return Ok(PutPlan::Values(
+                        values.into_iter().map(<[u8]>::to_vec).collect(),
+                    ));
+                }
+                // One copy, with room for the new value, as LMDB grows a sub-page.
+                let mut grown = edit::with_room(bytes, extra);
+                let no_data = NodeValue::Inline {
+                    flags: 0,
+                    data: &[],
+                };
+                let fits = edit::insert_node(&mut grown, lo, value, no_data);
+                assert!(fits, "sub-page grown by the new value's footprint");
+                Ok(PutPlan::SubPage(grown))
+            }
+            Dups::SubDb(rec) => Ok(PutPlan::SubDb(rec)),
+        }
+    }
+
     /// Adds `value` to `key`'s set. `no_overwrite`: fail if the key exists at all;
     /// `no_dup_data`: fail if the pair exists.
     pub fn put(
@@ -289,44 +370,29 @@ impl<S: PageStore> DupTree<'_, S> {
         no_overwrite: bool,
         no_dup_data: bool,
     ) -> Result<DupPut> {
-        let existing = self.load(key)?;
-        if existing.is_some() && no_overwrite {
-            return Err(Error::KeyExist);
-        }
-        if self.is_fixed() {
-            // DUPFIXED: every value of a key has the size of its first one.
-            let size = match &existing {
-                Some(OwnedDups::Values(values)) => Some(values[0].len()),
-                Some(OwnedDups::SubDb(rec)) => Some(rec.pad as usize),
-                None => None,
-            };
-            if let Some(size) = size.filter(|&s| s != value.len()) {
-                return Err(Error::BadValSize {
-                    what: "DUPFIXED value (all values of a key have one size)",
-                    size: value.len(),
-                    max: size,
-                });
-            }
-        }
         let entries = self.tree.db.entries;
-        match existing {
-            None => {
+        let any = PutMode {
+            any_kind: true,
+            ..PutMode::default()
+        };
+        match self.plan_put(key, value, no_overwrite)? {
+            PutPlan::Present if no_dup_data => return Err(Error::KeyExist),
+            PutPlan::Present => return Ok(DupPut::Present),
+            PutPlan::NewKey => {
                 self.tree.put(key, value, PutMode::default())?;
             }
-            Some(OwnedDups::Values(mut values)) => {
-                let pos = values.binary_search_by(|v| self.dcmp.compare(v, value));
-                let Err(at) = pos else {
-                    return if no_dup_data {
-                        Err(Error::KeyExist)
-                    } else {
-                        Ok(DupPut::Present)
-                    };
+            PutPlan::SubPage(sub) => {
+                let mode = PutMode {
+                    node_flags: node_flags::DUPDATA,
+                    ..any
                 };
-                values.insert(at, value.to_vec());
+                self.tree.put(key, &sub, mode)?;
+            }
+            PutPlan::Values(values) => {
                 let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
                 self.store_values(key, &refs)?;
             }
-            Some(OwnedDups::SubDb(mut rec)) => {
+            PutPlan::SubDb(mut rec) => {
                 let r = TreeMut {
                     store: &mut *self.tree.store,
                     db: &mut rec,
@@ -352,8 +418,7 @@ impl<S: PageStore> DupTree<'_, S> {
                 };
                 let mode = PutMode {
                     node_flags: node_flags::DUPDATA | node_flags::SUBDATA,
-                    any_kind: true,
-                    ..PutMode::default()
+                    ..any
                 };
                 self.tree.put(key, &rec.to_bytes(), mode)?;
             }
@@ -487,6 +552,21 @@ impl<S: PageStore> DupTree<'_, S> {
         self.tree.delete_kind(key, kind)?;
         Ok(())
     }
+}
+
+/// How [`DupTree::put`] adds a value, decided before the tree changes.
+enum PutPlan {
+    /// The key is new: a plain node with the value.
+    NewKey,
+    /// The pair is there already.
+    Present,
+    /// The key's sub-page with the value inserted, ready to replace the node's data.
+    SubPage(Vec<u8>),
+    /// The key's values with the new one, sorted, in a new form (a single value becoming a
+    /// set, or a sub-page outgrowing its node).
+    Values(Vec<Vec<u8>>),
+    /// The key's sub-DB, to insert the value into.
+    SubDb(DbRecord),
 }
 
 /// A key's value set copied out of its node.
