@@ -643,6 +643,22 @@ impl<S: PageStore> TreeMut<'_, S> {
         } else {
             search(&*self.store, self.db, self.cmp, key, &mut path)?
         };
+        self.put_at(path, idx, exact, key, value, mode)
+    }
+
+    /// [`TreeMut::put`] where [`search`] (of this tree, unchanged since) put `key` at slot
+    /// `idx` of `path`'s leaf, `exact` if it is there: callers that searched already do
+    /// not descend again.
+    pub fn put_at(
+        &mut self,
+        mut path: Path,
+        idx: usize,
+        exact: bool,
+        key: &[u8],
+        value: &[u8],
+        mode: PutMode,
+    ) -> Result<Option<Path>> {
+        debug_assert!(path.depth > 0 && path.depth as u16 == self.db.depth);
         if exact {
             let flags = view(&*self.store, path.leaf())?.node(idx)?.flags;
             if !mode.any_kind {

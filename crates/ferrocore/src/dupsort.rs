@@ -282,17 +282,37 @@ impl<S: PageStore> DupTree<'_, S> {
 
     /// What adding `value` to `key`'s set takes, decided from the set in place (no copy of
     /// its values unless its form changes). Errors as [`DupTree::put`].
-    fn plan_put(&self, key: &[u8], value: &[u8], no_overwrite: bool) -> Result<PutPlan> {
+    /// Also returns where the search put `key` (path, slot, present), for `put_at`.
+    fn plan_put(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        no_overwrite: bool,
+    ) -> Result<(PutPlan, Option<Found>)> {
         let db = *self.tree.db;
         let src = &*self.tree.store;
         if db.root == P_INVALID {
-            return Ok(PutPlan::NewKey);
+            return Ok((PutPlan::NewKey, None));
         }
         let mut path = btree::Path::default();
         let (idx, exact) = btree::search(src, &db, self.tree.cmp, key, &mut path)?;
         if !exact {
-            return Ok(PutPlan::NewKey);
+            return Ok((PutPlan::NewKey, Some((path, idx, false))));
         }
+        let plan = self.plan_existing(key, value, no_overwrite, &path, idx)?;
+        Ok((plan, Some((path, idx, true))))
+    }
+
+    /// [`DupTree::plan_put`] for a key present at slot `idx` of `path`'s leaf.
+    fn plan_existing(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        no_overwrite: bool,
+        path: &btree::Path,
+        idx: usize,
+    ) -> Result<PutPlan> {
+        let src = &*self.tree.store;
         if no_overwrite {
             return Err(Error::KeyExist);
         }
@@ -375,24 +395,36 @@ impl<S: PageStore> DupTree<'_, S> {
             any_kind: true,
             ..PutMode::default()
         };
-        match self.plan_put(key, value, no_overwrite)? {
-            PutPlan::Present if no_dup_data => return Err(Error::KeyExist),
-            PutPlan::Present => return Ok(DupPut::Present),
-            PutPlan::NewKey => {
+        let (plan, found) = self.plan_put(key, value, no_overwrite)?;
+        match (plan, found) {
+            (PutPlan::Present, _) if no_dup_data => return Err(Error::KeyExist),
+            (PutPlan::Present, _) => return Ok(DupPut::Present),
+            (PutPlan::NewKey, None) => {
                 self.tree.put(key, value, PutMode::default())?;
             }
-            PutPlan::SubPage(sub) => {
+            (PutPlan::NewKey, Some((path, idx, exact))) => {
+                self.tree
+                    .put_at(path, idx, exact, key, value, PutMode::default())?;
+            }
+            (PutPlan::SubPage(sub), Some((path, idx, exact))) => {
+                let mode = PutMode {
+                    node_flags: node_flags::DUPDATA,
+                    ..any
+                };
+                self.tree.put_at(path, idx, exact, key, &sub, mode)?;
+            }
+            (PutPlan::SubPage(sub), None) => {
                 let mode = PutMode {
                     node_flags: node_flags::DUPDATA,
                     ..any
                 };
                 self.tree.put(key, &sub, mode)?;
             }
-            PutPlan::Values(values) => {
+            (PutPlan::Values(values), _) => {
                 let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
                 self.store_values(key, &refs)?;
             }
-            PutPlan::SubDb(mut rec) => {
+            (PutPlan::SubDb(mut rec), _) => {
                 let r = TreeMut {
                     store: &mut *self.tree.store,
                     db: &mut rec,
@@ -553,6 +585,9 @@ impl<S: PageStore> DupTree<'_, S> {
         Ok(())
     }
 }
+
+/// Where a search of the main tree put a key: its path, slot, and whether it is there.
+type Found = (btree::Path, usize, bool);
 
 /// How [`DupTree::put`] adds a value, decided before the tree changes.
 enum PutPlan {

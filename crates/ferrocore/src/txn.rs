@@ -8,6 +8,11 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+/// Map from DB handle (dbi) to what a txn keeps of that DB, hashed cheaply (the handle
+/// is a small integer; SipHash cost more than the rest of a lookup).
+type DbiMap<V> = HashMap<u32, V, BuildHasherDefault<crate::store::PgnoHasher>>;
 use std::sync::atomic::Ordering;
 use std::sync::MutexGuard;
 
@@ -352,7 +357,7 @@ pub struct ReadTxn<'env> {
     meta: Meta,
     pages: SnapshotPages<'env>,
     /// Named DBs looked up by this txn (filled lazily).
-    named: RefCell<HashMap<u32, (DbRecord, Orders, u64)>>,
+    named: RefCell<DbiMap<(DbRecord, Orders, u64)>>,
     /// The named DB used last (most txns use one): (dbi, record, orders, generation).
     last_named: Cell<Option<(u32, DbRecord, Orders, u64)>>,
     /// Handles this txn opened.
@@ -845,7 +850,7 @@ pub struct WriteTxn<'env> {
     free_db: DbRecord,
     main_db: DbRecord,
     /// Named DBs used by this txn, loaded on first use (never a loop over all DBs).
-    named: HashMap<u32, NamedDb>,
+    named: DbiMap<NamedDb>,
     /// Named DBs this txn deleted (dbi, flags), and whether it emptied the main DB.
     deleted_named: Vec<(u32, u16)>,
     main_dropped: bool,
@@ -924,7 +929,7 @@ impl<'env> WriteTxn<'env> {
             base,
             free_db: base.free_db,
             main_db: base.main_db,
-            named: HashMap::new(),
+            named: DbiMap::default(),
             deleted_named: Vec::new(),
             main_dropped: false,
             pages,
@@ -989,6 +994,18 @@ impl<'env> WriteTxn<'env> {
         }
     }
 
+    /// Writes back the record of `db`, which [`WriteTxn::tree_mut`] loaded in this txn
+    /// (without looking up its orders again).
+    fn set_record(&mut self, db: Database, record: DbRecord) {
+        if db == Database::MAIN {
+            self.main_db = record;
+        } else if let Some(named) = self.named.get_mut(&db.0) {
+            named.record = record;
+        } else {
+            debug_assert!(false, "set_record of a DB tree_mut did not load");
+        }
+    }
+
     /// The record and key order of a DB this txn may write, loaded on first use.
     fn tree_mut(&mut self, db: Database) -> Result<(&mut DbRecord, Orders)> {
         match db {
@@ -998,23 +1015,22 @@ impl<'env> WriteTxn<'env> {
             }
             Database::FREE => Err(Error::InvalidArgument("the free DB is read-only")),
             _ => {
-                if !self.named.contains_key(&db.0) {
-                    let (name, flags, cmp) = catalog_entry(self.env, db, self.handles.serial)?;
-                    // A handle whose DB does not exist in this txn (created by a txn that
-                    // aborted, or dropped) cannot be written.
-                    let record = named_record(&self.pages, &self.main_db, &name, flags)?
-                        .ok_or(Error::BadDbi)?;
-                    self.named.insert(
-                        db.0,
-                        NamedDb {
+                let n = match self.named.entry(db.0) {
+                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        let (name, flags, cmp) = catalog_entry(self.env, db, self.handles.serial)?;
+                        // A handle whose DB does not exist in this txn (created by a txn
+                        // that aborted, or dropped) cannot be written.
+                        let record = named_record(&self.pages, &self.main_db, &name, flags)?
+                            .ok_or(Error::BadDbi)?;
+                        e.insert(NamedDb {
                             record,
                             orders: cmp,
                             generation: 0,
                             dirty: false,
-                        },
-                    );
-                }
-                let n = self.named.get_mut(&db.0).expect("just inserted");
+                        })
+                    }
+                };
                 (n.orders, n.generation) =
                     named_orders(self.env, db, n.orders, n.generation, self.handles.serial)?;
                 n.dirty = true;
@@ -1197,7 +1213,7 @@ impl<'env> WriteTxn<'env> {
                             cmp,
                         };
                         let r = DupTree { tree, dcmp }.make_set(key);
-                        *self.tree_mut(db)?.0 = record_copy;
+                        self.set_record(db, record_copy);
                         self.note(r)?;
                     }
                     return Err(Error::KeyExist);
@@ -1210,7 +1226,7 @@ impl<'env> WriteTxn<'env> {
                 cmp,
             };
             let r = DupTree { tree, dcmp }.put(key, value, no_overwrite, no_dup_data);
-            *self.tree_mut(db)?.0 = record_copy;
+            self.set_record(db, record_copy);
             return self.note(r.map(|_| None));
         }
         // Without DUPSORT, LMDB ignores NO_DUP_DATA and APPEND_DUP; so does ferrocore.
@@ -1225,7 +1241,7 @@ impl<'env> WriteTxn<'env> {
             cmp,
         }
         .put(key, value, mode);
-        *self.tree_mut(db)?.0 = record_copy;
+        self.set_record(db, record_copy);
         self.note(r)
     }
 
@@ -1558,7 +1574,7 @@ pub struct NestedTxn<'p, 'env> {
 pub struct NestedLevel {
     free_db: DbRecord,
     main_db: DbRecord,
-    named: HashMap<u32, NamedDb>,
+    named: DbiMap<NamedDb>,
     deleted_named: Vec<(u32, u16)>,
     main_dropped: bool,
     failed: bool,
