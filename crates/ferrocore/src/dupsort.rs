@@ -424,7 +424,7 @@ impl<S: PageStore> DupTree<'_, S> {
                 let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
                 self.store_values(key, &refs)?;
             }
-            (PutPlan::SubDb(mut rec), _) => {
+            (PutPlan::SubDb(mut rec), found) => {
                 let r = TreeMut {
                     store: &mut *self.tree.store,
                     db: &mut rec,
@@ -452,7 +452,16 @@ impl<S: PageStore> DupTree<'_, S> {
                     node_flags: node_flags::DUPDATA | node_flags::SUBDATA,
                     ..any
                 };
-                self.tree.put(key, &rec.to_bytes(), mode)?;
+                // The sub-DB's pages are its own: the main tree's path still holds.
+                match found {
+                    Some((path, idx, exact)) => {
+                        self.tree
+                            .put_at(path, idx, exact, key, &rec.to_bytes(), mode)?;
+                    }
+                    None => {
+                        self.tree.put(key, &rec.to_bytes(), mode)?;
+                    }
+                }
             }
         }
         self.tree.db.entries = entries + 1;
