@@ -118,10 +118,15 @@ pub fn run(args: &RunArgs) -> Report {
     };
     let mut cells = Vec::new();
     for &group in &groups {
+        // The C ABI lanes run where asked for (W1 and W8 have their own commands).
+        let c_lanes = [Kind::FerrocoreC, Kind::LmdbDebian]
+            .into_iter()
+            .filter(|k| args.engines.contains(k));
         let engines: Vec<Kind> = group
             .engines()
             .iter()
             .copied()
+            .chain(c_lanes)
             .filter(|k| args.engines.is_empty() || args.engines.contains(k) || *k == Kind::Lmdb)
             .collect();
         for rep in 0..args.reps {

@@ -235,7 +235,7 @@ pub fn run(args: &W8Args) {
             args.n
         );
         let cols: Vec<String> = header.iter().map(|h| format!("{h:>18}")).collect();
-        println!("{:<10} {}", "engine", cols.join(" "));
+        println!("{:<16} {}", "engine", cols.join(" "));
     }
     for &e in &engines {
         let cell = |op| {
@@ -254,7 +254,7 @@ pub fn run(args: &W8Args) {
             );
         } else {
             let cells: Vec<String> = cells.iter().map(|c| format!("{c:>18}")).collect();
-            println!("{:<10} {}", e.label(), cells.join(" "));
+            println!("{:<16} {}", e.label(), cells.join(" "));
         }
     }
     if let Some(path) = &args.json {

@@ -31,6 +31,10 @@ pub enum Kind {
     LmdbWritemap,
     Redb,
     Sqlite,
+    /// ferrocore through its C ABI: its `liblmdb.so`, driven by the same C calls as LMDB.
+    FerrocoreC,
+    /// Debian's LMDB C library (`liblmdb.so.0`, 0.9.24), loaded at run time.
+    LmdbDebian,
 }
 
 impl Kind {
@@ -42,6 +46,8 @@ impl Kind {
             Kind::LmdbWritemap => "LMDB WRITEMAP",
             Kind::Redb => "redb",
             Kind::Sqlite => "SQLite",
+            Kind::FerrocoreC => "ferrocore C ABI",
+            Kind::LmdbDebian => "LMDB 0.9.24 .so",
         }
     }
 
@@ -54,6 +60,8 @@ impl Kind {
             Kind::LmdbWritemap => "lmdb-writemap",
             Kind::Redb => "redb",
             Kind::Sqlite => "sqlite",
+            Kind::FerrocoreC => "ferrocore-c",
+            Kind::LmdbDebian => "lmdb-debian",
         }
     }
 
@@ -119,8 +127,10 @@ pub fn open(kind: Kind, dir: &Path, cfg: Config) -> Box<dyn Engine> {
     match kind {
         Kind::Ferrocore => Box::new(ferro::Ferro::open(dir, cfg, false)),
         Kind::FerrocoreWritemap => Box::new(ferro::Ferro::open(dir, cfg, true)),
-        Kind::Lmdb => Box::new(lmdb::Lmdb::open(dir, cfg, false)),
-        Kind::LmdbWritemap => Box::new(lmdb::Lmdb::open(dir, cfg, true)),
+        Kind::Lmdb => Box::new(lmdb::Lmdb::open(dir, cfg, false, lmdb::Library::Linked)),
+        Kind::LmdbWritemap => Box::new(lmdb::Lmdb::open(dir, cfg, true, lmdb::Library::Linked)),
+        Kind::FerrocoreC => Box::new(lmdb::Lmdb::open(dir, cfg, false, lmdb::Library::Ferrocore)),
+        Kind::LmdbDebian => Box::new(lmdb::Lmdb::open(dir, cfg, false, lmdb::Library::System)),
         Kind::Redb => Box::new(redb::Redb::open(dir, cfg)),
         Kind::Sqlite => Box::new(sqlite::Sqlite::open(dir, cfg)),
     }
