@@ -489,24 +489,43 @@ impl Nodes {
 }
 
 /// Chooses where to split `nodes` into two pages of `capacity` bytes each.
-fn choose_split(nodes: &Nodes, branch: bool, capacity: usize, append: bool) -> Result<usize> {
+///
+/// `at_end`: the new node is the last one. Then, as LMDB biases it, the left page keeps
+/// as much as fits and the new page starts with the old last node and the new one, so
+/// sequential inserts (and the branch pages above them) fill their pages instead of
+/// leaving them half full.
+fn choose_split(nodes: &Nodes, branch: bool, capacity: usize, at_end: bool) -> Result<usize> {
     let n = nodes.len();
     debug_assert!(n >= 2);
     let total: usize = (0..n).map(|i| nodes.size(i)).sum();
+    // Bytes of the right page if it starts at node `sp`, given the left's `prefix`.
+    let right_of = |sp: usize, prefix: usize| {
+        let right = total - prefix;
+        if branch {
+            // The right page's first node loses its key (it moves up as the separator).
+            right - nodes.size(sp) + 2 + even(NODE_HEADER_SIZE)
+        } else {
+            right
+        }
+    };
+    if at_end && n >= 3 {
+        // The new page takes at least the old last node and the new one, as in LMDB: a
+        // non-root branch page always keeps two children.
+        let mut prefix = total - nodes.size(n - 1);
+        for sp in (1..n - 1).rev() {
+            prefix -= nodes.size(sp);
+            if prefix <= capacity && right_of(sp, prefix) <= capacity {
+                return Ok(sp);
+            }
+        }
+    }
     let mut prefix = 0;
     let mut best: Option<(usize, usize)> = None;
     for sp in 1..n {
         prefix += nodes.size(sp - 1);
-        let mut right = total - prefix;
-        if branch {
-            // The right page's first node loses its key (it moves up as the separator).
-            right = right - nodes.size(sp) + 2 + even(NODE_HEADER_SIZE);
-        }
+        let right = right_of(sp, prefix);
         if prefix > capacity || right > capacity {
             continue;
-        }
-        if append && sp == n - 1 && !branch {
-            return Ok(sp);
         }
         let worst = prefix.max(right);
         if best.is_none_or(|(_, w)| worst < w) {
@@ -806,25 +825,43 @@ impl<S: PageStore> TreeMut<'_, S> {
     ) -> Result<()> {
         let capacity = self.page_size() - PAGE_HEADER_SIZE;
         // The new node in the stored form of the page it goes to (LEAF2 pages store keys only).
-        let mut pending = Nodes::like(&view(&*self.store, path.pgno[level])?);
+        let leaf = view(&*self.store, path.pgno[level])?;
+        let (leaf_keys, leaf_flags) = (leaf.num_keys(), leaf.flags());
+        let mut pending = Nodes::like(&leaf);
         pending.push_value(key, value);
         loop {
             let pgno = path.pgno[level];
-            let (mut nodes, flags, n) = {
-                let page = view(&*self.store, pgno)?;
-                (Nodes::from_page(&page)?, page.flags(), page.num_keys())
+            let (right, separator, branch) = if append
+                && level == path.leaf_level()
+                && idx == leaf_keys
+                && leaf_flags & page_flags::LEAF2 == 0
+            {
+                // MDB_APPEND, as LMDB splits for it: the full leaf stays as it is, and
+                // the new leaf holds the new node alone.
+                let right = self.store.alloc(1)?;
+                let buf = self.store.dirty_mut(right);
+                edit::init(buf, right, leaf_flags);
+                let ok = edit::insert_node(buf, 0, key, value);
+                assert!(ok, "a node of at most node_max bytes fits an empty page");
+                (right, key.to_vec(), false)
+            } else {
+                let (mut nodes, flags, n) = {
+                    let page = view(&*self.store, pgno)?;
+                    (Nodes::from_page(&page)?, page.flags(), page.num_keys())
+                };
+                let branch = flags & page_flags::BRANCH != 0;
+                nodes.push_raw(pending.raw(0));
+                nodes.move_last_to(idx);
+                let sp = choose_split(&nodes, branch, capacity, idx == n)?;
+                let separator = nodes.key(sp).to_vec();
+                if branch {
+                    nodes.set_branch_key(sp, &[]);
+                }
+                let right = self.store.alloc(1)?;
+                nodes.write_page(self.store.dirty_mut(pgno), pgno, flags, 0..sp);
+                nodes.write_page(self.store.dirty_mut(right), right, flags, sp..nodes.len());
+                (right, separator, branch)
             };
-            let branch = flags & page_flags::BRANCH != 0;
-            nodes.push_raw(pending.raw(0));
-            nodes.move_last_to(idx);
-            let sp = choose_split(&nodes, branch, capacity, append && idx == n)?;
-            let separator = nodes.key(sp).to_vec();
-            if branch {
-                nodes.set_branch_key(sp, &[]);
-            }
-            let right = self.store.alloc(1)?;
-            nodes.write_page(self.store.dirty_mut(pgno), pgno, flags, 0..sp);
-            nodes.write_page(self.store.dirty_mut(right), right, flags, sp..nodes.len());
             if branch {
                 self.db.branch_pages += 1;
             } else {

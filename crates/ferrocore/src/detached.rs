@@ -305,11 +305,11 @@ impl DetachedCursor {
         if !moved || !c.is_valid() {
             return Ok(None);
         }
-        src.with(|s| match c.item(s) {
+        match src.item(c) {
             Ok(item) => Ok(Some(item)),
             Err(Error::NotFound) => Ok(None),
             Err(e) => Err(e),
-        })
+        }
     }
 
     /// True if the cursor's key holds its values as a sub-page or sub-DB (LMDB's

@@ -636,6 +636,16 @@ impl<'t> Source<'t> {
         }
     }
 
+    /// The item `core` stands on, borrowed for the whole of `'t` (`NotFound` if it stands
+    /// on none), with no dynamic dispatch per page (the scan path of detached cursors).
+    #[inline]
+    pub(crate) fn item(self, core: &CursorCore) -> Result<Item<'t>> {
+        match self {
+            Source::Snapshot(s) => core.item(s),
+            Source::Write(w) => core.item(w),
+        }
+    }
+
     /// Runs `f` with the pages as a source whose slices live for `'t`.
     pub(crate) fn with<R: 't>(self, f: impl FnOnce(&'t dyn PageSource) -> R) -> R {
         match self {
