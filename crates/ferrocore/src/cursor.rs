@@ -910,9 +910,25 @@ impl CursorCore {
         if !self.is_valid() {
             return Err(Error::NotFound);
         }
-        let (node, leaf) = self.pos.node(src)?;
+        let leaf = view(src, self.pos.path.leaf())?;
+        self.item_on(src, &leaf)
+    }
+
+    /// [`CursorCore::item`] where `leaf` is the view of the cursor's leaf page.
+    #[inline]
+    pub fn item_on<'s, S: PageSource + ?Sized>(
+        &self,
+        src: &'s S,
+        leaf: &PageView<'s>,
+    ) -> Result<(&'s [u8], &'s [u8])> {
+        debug_assert_eq!(leaf.pgno(), self.pos.path.leaf());
+        let idx = self.pos.path.leaf_idx();
+        if !self.is_valid() || idx >= leaf.num_keys() {
+            return Err(Error::NotFound);
+        }
+        let node = leaf.node(idx)?;
         let value = match &self.dup {
-            Some(dup) => dup_value(src, dup, &node, leaf)?,
+            Some(dup) => dup_value(src, dup, &node, leaf.pgno())?,
             None => btree::node_value(src, &node)?,
         };
         Ok((node.key, value))

@@ -20,6 +20,7 @@ use crate::catalog::Orders;
 use crate::cursor::{CursorCore, SavedPlace, State};
 use crate::error::{Error, Result};
 use crate::meta::DbRecord;
+use crate::page::PageShape;
 use crate::txn::{put_flags, Database, Item, ReadTxn, Source, WriteCursor, WriteTxn};
 
 /// LMDB's `MDB_cursor_op`, in LMDB's order: the discriminants are the C values.
@@ -136,6 +137,9 @@ pub struct DetachedCursor {
     place: SavedPlace,
     /// The last `get` succeeded without a value to return (see [`DetachedCursor::get`]).
     value_untouched: bool,
+    /// On a read txn: its snapshot, and the shape of the leaf the last item came from
+    /// (see [`Source::item_with_shape`]).
+    leaf_shape: (u64, Option<PageShape>),
 }
 
 impl DetachedCursor {
@@ -151,6 +155,7 @@ impl DetachedCursor {
             },
             place: SavedPlace::default(),
             value_untouched: false,
+            leaf_shape: (0, None),
         })
     }
 
@@ -230,6 +235,11 @@ impl DetachedCursor {
     ) -> Result<Option<Item<'t>>> {
         self.catch_up(txn)?;
         self.value_untouched = false;
+        if let TxnRef::Read(r) = txn {
+            if self.leaf_shape.0 != r.id() {
+                self.leaf_shape = (r.id(), None);
+            }
+        }
         let r = self.step(txn.source(), op, key, value);
         self.core.end_get();
         self.remember(txn)?;
@@ -305,7 +315,7 @@ impl DetachedCursor {
         if !moved || !c.is_valid() {
             return Ok(None);
         }
-        match src.item(c) {
+        match src.item_with_shape(c, &mut self.leaf_shape.1) {
             Ok(item) => Ok(Some(item)),
             Err(Error::NotFound) => Ok(None),
             Err(e) => Err(e),

@@ -125,6 +125,24 @@ pub struct PageView<'a> {
     fixed: usize,
 }
 
+/// What [`PageView::parse`] found in a page's header, to view the same (unchanged) bytes
+/// again without parsing them: a cursor stepping through a leaf of a read snapshot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageShape {
+    pgno: u64,
+    flags: u16,
+    num_keys: usize,
+    upper: usize,
+    fixed: usize,
+}
+
+impl PageShape {
+    /// The page it describes.
+    pub fn pgno(&self) -> u64 {
+        self.pgno
+    }
+}
+
 /// Builds a corruption error off the hot path.
 #[cold]
 #[inline(never)]
@@ -211,6 +229,39 @@ impl<'a> PageView<'a> {
             num_keys: (lower - PAGE_HEADER_SIZE) / 2,
             upper,
             fixed: 0,
+        })
+    }
+
+    /// What this view's header says, for [`PageView::with_shape`].
+    #[inline]
+    pub fn shape(&self) -> PageShape {
+        PageShape {
+            pgno: self.pgno,
+            flags: self.flags,
+            num_keys: self.num_keys,
+            upper: self.upper,
+            fixed: self.fixed,
+        }
+    }
+
+    /// A view of `bytes`, which `shape` came from (the same page, unchanged since), without
+    /// parsing the header again. `None` if the bytes cannot be that page (another length).
+    /// Node reads stay bounds-checked against `bytes` whatever the shape says.
+    #[inline]
+    pub fn with_shape(bytes: &'a [u8], shape: PageShape) -> Option<Self> {
+        let fits = if shape.fixed == 0 {
+            shape.upper <= bytes.len() && PAGE_HEADER_SIZE + 2 * shape.num_keys <= shape.upper
+        } else {
+            shape.upper == bytes.len()
+                && PAGE_HEADER_SIZE + shape.num_keys * shape.fixed <= bytes.len()
+        };
+        fits.then_some(PageView {
+            pgno: shape.pgno,
+            bytes,
+            flags: shape.flags,
+            num_keys: shape.num_keys,
+            upper: shape.upper,
+            fixed: shape.fixed,
         })
     }
 
@@ -323,7 +374,11 @@ impl<'a> PageView<'a> {
         if i >= self.num_keys {
             return Err(corrupt(self.pgno, "node index past the slot array"));
         }
-        let off = read_u16(self.bytes, PAGE_HEADER_SIZE + 2 * i) as usize;
+        let slot = PAGE_HEADER_SIZE + 2 * i;
+        let Some(&[o0, o1]) = self.bytes.get(slot..slot + 2) else {
+            return Err(corrupt(self.pgno, "node index past the slot array"));
+        };
+        let off = u16::from_le_bytes([o0, o1]) as usize;
         if off < self.upper || off + NODE_HEADER_SIZE > self.bytes.len() {
             return Err(corrupt(self.pgno, "node offset outside the node area"));
         }
@@ -343,16 +398,19 @@ impl<'a> PageView<'a> {
         }
         let b = self.bytes;
         let off = self.node_offset(i)?;
-        let lo = read_u16(b, off) as u64;
-        let hi = read_u16(b, off + 2) as u64;
-        let fl = read_u16(b, off + 4);
-        let ksize = read_u16(b, off + 6) as usize;
+        // One bounds check for the whole header (node_offset checked it fits).
+        let Some(&[l0, l1, h0, h1, f0, f1, k0, k1]) = b.get(off..off + NODE_HEADER_SIZE) else {
+            return Err(corrupt(self.pgno, "node offset outside the node area"));
+        };
+        let lo = u16::from_le_bytes([l0, l1]) as u64;
+        let hi = u16::from_le_bytes([h0, h1]) as u64;
+        let fl = u16::from_le_bytes([f0, f1]);
+        let ksize = u16::from_le_bytes([k0, k1]) as usize;
         let key_start = off + NODE_HEADER_SIZE;
         let key_end = key_start + ksize;
-        if key_end > b.len() {
+        let Some(key) = b.get(key_start..key_end) else {
             return Err(corrupt(self.pgno, "node key runs past the page"));
-        }
-        let key = &b[key_start..key_end];
+        };
         if self.is_branch() {
             return Ok(Node {
                 flags: 0,
@@ -367,14 +425,14 @@ impl<'a> PageView<'a> {
         } else {
             dsize
         };
-        if key_end + stored > b.len() {
+        let Some(data) = b.get(key_end..key_end + stored) else {
             return Err(corrupt(self.pgno, "node data runs past the page"));
-        }
+        };
         Ok(Node {
             flags: fl,
             key,
             lo_hi: dsize as u64,
-            data: &b[key_end..key_end + stored],
+            data,
         })
     }
 

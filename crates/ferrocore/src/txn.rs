@@ -27,7 +27,7 @@ use crate::io;
 use crate::lock::mutex::Locked;
 use crate::lock::LockFile;
 use crate::meta::{DbRecord, Meta, META_WRITE_SIZE};
-use crate::page::{Node, PageView};
+use crate::page::{Node, PageShape, PageView};
 use crate::store::{DirtyPages, PageSource, PageStore, SnapshotPages};
 
 /// A database handle. ferrocore has the main (unnamed) database; named databases come
@@ -644,6 +644,38 @@ impl<'t> Source<'t> {
             Source::Snapshot(s) => core.item(s),
             Source::Write(w) => core.item(w),
         }
+    }
+
+    /// [`Source::item`] that, on a read snapshot, views the leaf through `shape` (what
+    /// the last call parsed, if it was this leaf) instead of parsing its header again,
+    /// and leaves the leaf's shape there. Pages of a snapshot never change, so a shape
+    /// stays true for the snapshot it came from (the caller keeps it per snapshot).
+    #[inline]
+    pub(crate) fn item_with_shape(
+        self,
+        core: &CursorCore,
+        shape: &mut Option<PageShape>,
+    ) -> Result<Item<'t>> {
+        let Source::Snapshot(s) = self else {
+            return self.item(core);
+        };
+        if !core.is_valid() {
+            return Err(Error::NotFound);
+        }
+        let pgno = core.pos.path.leaf();
+        let bytes = s.page(pgno)?;
+        let known = shape
+            .filter(|sh| sh.pgno() == pgno)
+            .and_then(|sh| PageView::with_shape(bytes, sh));
+        let leaf = match known {
+            Some(view) => view,
+            None => {
+                let view = PageView::parse(bytes, pgno)?;
+                *shape = Some(view.shape());
+                view
+            }
+        };
+        core.item_on(s, &leaf)
     }
 
     /// Runs `f` with the pages as a source whose slices live for `'t`.
