@@ -611,12 +611,19 @@ impl CursorCore {
         // The common case of a scan, inline: a DB without DUPSORT, a cursor on an item with
         // no mark set, the next item on the same leaf. (`enter` would only reset the
         // values-cursor state, which a DB without DUPSORT does not use.)
-        if self.dcmp.is_none() && !(self.del | self.eof | self.main_past) && self.pos.next_on_leaf()
-        {
+        if self.next_on_same_leaf() {
             return Ok(true);
         }
         let r = self.next_op(src, Step::Any);
         self.op_done(r)
+    }
+
+    /// [`CursorCore::next`] in its common case only: a DB without DUPSORT, a cursor on an
+    /// item with no mark set, the next item on the same leaf. False (nothing changed)
+    /// otherwise: then `next` does the whole move.
+    #[inline]
+    pub fn next_on_same_leaf(&mut self) -> bool {
+        self.dcmp.is_none() && !(self.del | self.eof | self.main_past) && self.pos.next_on_leaf()
     }
 
     /// `MDB_PREV`: the previous value of this key, else the last of the previous key.

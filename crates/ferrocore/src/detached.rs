@@ -233,13 +233,25 @@ impl DetachedCursor {
         key: Option<&[u8]>,
         value: Option<&[u8]>,
     ) -> Result<Option<Item<'t>>> {
-        self.catch_up(txn)?;
-        self.value_untouched = false;
         if let TxnRef::Read(r) = txn {
             if self.leaf_shape.0 != r.id() {
                 self.leaf_shape = (r.id(), None);
+            } else if op == CursorOp::Next && self.core.next_on_same_leaf() {
+                // A scan's common step, with nothing to catch up on (a read txn) and no
+                // mark to clear (next_on_same_leaf saw none).
+                self.value_untouched = false;
+                return match r
+                    .source()
+                    .item_with_shape(&self.core, &mut self.leaf_shape.1)
+                {
+                    Ok(item) => Ok(Some(item)),
+                    Err(Error::NotFound) => Ok(None),
+                    Err(e) => Err(e),
+                };
             }
         }
+        self.catch_up(txn)?;
+        self.value_untouched = false;
         let r = self.step(txn.source(), op, key, value);
         self.core.end_get();
         self.remember(txn)?;
