@@ -611,9 +611,9 @@ impl<S: PageStore> TreeMut<'_, S> {
         })
     }
 
-    /// Inserts or replaces `key`. Returns the path to the leaf and slot holding it, or
-    /// `None` if a split moved it (the caller re-searches when it needs the position).
-    pub fn put(&mut self, key: &[u8], value: &[u8], mode: PutMode) -> Result<Option<Path>> {
+    /// Inserts or replaces `key`. (Callers that need the item's place search again, or
+    /// use [`TreeMut::put_at`] with their own path.)
+    pub fn put(&mut self, key: &[u8], value: &[u8], mode: PutMode) -> Result<()> {
         if self.db.root == P_INVALID {
             let pgno = self.store.alloc(1)?;
             let leaf2 = self.db.flags & (crate::db_flags::DUP_FIXED | crate::db_flags::DUP_SORT)
@@ -644,12 +644,7 @@ impl<S: PageStore> TreeMut<'_, S> {
             let ok = edit::insert_node(self.store.dirty_mut(pgno), 0, key, v);
             assert!(ok, "a node of at most node_max bytes fits an empty page");
             self.db.entries = 1;
-            let mut path = Path {
-                depth: 1,
-                ..Path::default()
-            };
-            path.pgno[0] = pgno;
-            return Ok(Some(path));
+            return Ok(());
         }
         let mut path = Path::default();
         let (idx, exact) = if mode.append {
@@ -662,21 +657,23 @@ impl<S: PageStore> TreeMut<'_, S> {
         } else {
             search(&*self.store, self.db, self.cmp, key, &mut path)?
         };
-        self.put_at(path, idx, exact, key, value, mode)
+        self.put_at(&mut path, idx, exact, key, value, mode)?;
+        Ok(())
     }
 
     /// [`TreeMut::put`] where [`search`] (of this tree, unchanged since) put `key` at slot
     /// `idx` of `path`'s leaf, `exact` if it is there: callers that searched already do
-    /// not descend again.
+    /// not descend again. Returns true if `path` then leads to the item (false after a
+    /// split). The path is borrowed, not moved: it is 328 bytes.
     pub fn put_at(
         &mut self,
-        mut path: Path,
+        path: &mut Path,
         idx: usize,
         exact: bool,
         key: &[u8],
         value: &[u8],
         mode: PutMode,
-    ) -> Result<Option<Path>> {
+    ) -> Result<bool> {
         debug_assert!(path.depth > 0 && path.depth as u16 == self.db.depth);
         if exact {
             let flags = view(&*self.store, path.leaf())?.node(idx)?.flags;
@@ -698,10 +695,10 @@ impl<S: PageStore> TreeMut<'_, S> {
                 });
             }
             if exact {
-                return Ok(Some(path));
+                return Ok(true);
             }
         }
-        self.touch_path(&mut path)?;
+        self.touch_path(path)?;
         let leaf = path.leaf();
         if exact {
             let (flags, size, stored) = {
@@ -719,7 +716,7 @@ impl<S: PageStore> TreeMut<'_, S> {
             };
             if flags & node_flags::BIGDATA != 0 {
                 if self.rewrite_overflow_in_place(leaf, idx, stored, key, value)? {
-                    return Ok(Some(path));
+                    return Ok(true);
                 }
                 self.free_overflow(stored)?;
             } else if size == value.len()
@@ -727,7 +724,7 @@ impl<S: PageStore> TreeMut<'_, S> {
                 && NODE_HEADER_SIZE + key.len() + value.len() <= node_max(self.page_size())
             {
                 edit::overwrite_inline_data(self.store.dirty_mut(leaf), idx, value);
-                return Ok(Some(path));
+                return Ok(true);
             }
             edit::delete_node(self.store.dirty_mut(leaf), idx);
         } else {
@@ -735,11 +732,11 @@ impl<S: PageStore> TreeMut<'_, S> {
         }
         let v = self.store_value(key, value, mode.node_flags)?;
         if edit::insert_node(self.store.dirty_mut(leaf), idx, key, v) {
-            return Ok(Some(path));
+            return Ok(true);
         }
         let level = path.leaf_level();
-        self.split_insert(&path, level, idx, key, v, mode.append)?;
-        Ok(None)
+        self.split_insert(path, level, idx, key, v, mode.append)?;
+        Ok(false)
     }
 
     /// Overwrites an overflow value in its own run when the run is ours and big enough.

@@ -282,25 +282,26 @@ impl<S: PageStore> DupTree<'_, S> {
 
     /// What adding `value` to `key`'s set takes, decided from the set in place (no copy of
     /// its values unless its form changes). Errors as [`DupTree::put`].
-    /// Also returns where the search put `key` (path, slot, present), for `put_at`.
+    /// Also leaves in `path` where the search put `key`, and returns its slot and whether
+    /// it is present, for `put_at`.
     fn plan_put(
         &self,
         key: &[u8],
         value: &[u8],
         no_overwrite: bool,
+        path: &mut btree::Path,
     ) -> Result<(PutPlan, Option<Found>)> {
         let db = *self.tree.db;
         let src = &*self.tree.store;
         if db.root == P_INVALID {
             return Ok((PutPlan::NewKey, None));
         }
-        let mut path = btree::Path::default();
-        let (idx, exact) = btree::search(src, &db, self.tree.cmp, key, &mut path)?;
+        let (idx, exact) = btree::search(src, &db, self.tree.cmp, key, path)?;
         if !exact {
-            return Ok((PutPlan::NewKey, Some((path, idx, false))));
+            return Ok((PutPlan::NewKey, Some((idx, false))));
         }
-        let plan = self.plan_existing(key, value, no_overwrite, &path, idx)?;
-        Ok((plan, Some((path, idx, true))))
+        let plan = self.plan_existing(key, value, no_overwrite, path, idx)?;
+        Ok((plan, Some((idx, true))))
     }
 
     /// [`DupTree::plan_put`] for a key present at slot `idx` of `path`'s leaf.
@@ -395,23 +396,24 @@ impl<S: PageStore> DupTree<'_, S> {
             any_kind: true,
             ..PutMode::default()
         };
-        let (plan, found) = self.plan_put(key, value, no_overwrite)?;
+        let mut path = btree::Path::default();
+        let (plan, found) = self.plan_put(key, value, no_overwrite, &mut path)?;
         match (plan, found) {
             (PutPlan::Present, _) if no_dup_data => return Err(Error::KeyExist),
             (PutPlan::Present, _) => return Ok(DupPut::Present),
             (PutPlan::NewKey, None) => {
                 self.tree.put(key, value, PutMode::default())?;
             }
-            (PutPlan::NewKey, Some((path, idx, exact))) => {
+            (PutPlan::NewKey, Some((idx, exact))) => {
                 self.tree
-                    .put_at(path, idx, exact, key, value, PutMode::default())?;
+                    .put_at(&mut path, idx, exact, key, value, PutMode::default())?;
             }
-            (PutPlan::SubPage(sub), Some((path, idx, exact))) => {
+            (PutPlan::SubPage(sub), Some((idx, exact))) => {
                 let mode = PutMode {
                     node_flags: node_flags::DUPDATA,
                     ..any
                 };
-                self.tree.put_at(path, idx, exact, key, &sub, mode)?;
+                self.tree.put_at(&mut path, idx, exact, key, &sub, mode)?;
             }
             (PutPlan::SubPage(sub), None) => {
                 let mode = PutMode {
@@ -454,9 +456,9 @@ impl<S: PageStore> DupTree<'_, S> {
                 };
                 // The sub-DB's pages are its own: the main tree's path still holds.
                 match found {
-                    Some((path, idx, exact)) => {
+                    Some((idx, exact)) => {
                         self.tree
-                            .put_at(path, idx, exact, key, &rec.to_bytes(), mode)?;
+                            .put_at(&mut path, idx, exact, key, &rec.to_bytes(), mode)?;
                     }
                     None => {
                         self.tree.put(key, &rec.to_bytes(), mode)?;
@@ -595,8 +597,9 @@ impl<S: PageStore> DupTree<'_, S> {
     }
 }
 
-/// Where a search of the main tree put a key: its path, slot, and whether it is there.
-type Found = (btree::Path, usize, bool);
+/// Where a search of the main tree put a key (in the path it filled): its slot, and
+/// whether it is there.
+type Found = (usize, bool);
 
 /// How [`DupTree::put`] adds a value, decided before the tree changes.
 enum PutPlan {

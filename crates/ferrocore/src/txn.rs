@@ -1180,16 +1180,10 @@ impl<'env> WriteTxn<'env> {
     /// Stores `value` under `key`. `flags` from [`put_flags`]: `NO_OVERWRITE` and `APPEND`
     /// are supported on the main DB.
     pub fn put(&mut self, db: Database, key: &[u8], value: &[u8], flags: u32) -> Result<()> {
-        self.put_inner(db, key, value, flags).map(|_| ())
+        self.put_inner(db, key, value, flags)
     }
 
-    fn put_inner(
-        &mut self,
-        db: Database,
-        key: &[u8],
-        value: &[u8],
-        flags: u32,
-    ) -> Result<Option<btree::Path>> {
+    fn put_inner(&mut self, db: Database, key: &[u8], value: &[u8], flags: u32) -> Result<()> {
         self.check_usable()?;
         check_key(self.env, key)?;
         if value.len() > u32::MAX as usize {
@@ -1269,7 +1263,7 @@ impl<'env> WriteTxn<'env> {
             };
             let r = DupTree { tree, dcmp }.put(key, value, no_overwrite, no_dup_data);
             self.set_record(db, record_copy);
-            return self.note(r.map(|_| None));
+            return self.note(r.map(|_| ()));
         }
         // Without DUPSORT, LMDB ignores NO_DUP_DATA and APPEND_DUP; so does ferrocore.
         let mode = PutMode {
