@@ -221,16 +221,27 @@ pub fn search<S: PageSource + ?Sized>(
     key: &[u8],
     path: &mut Path,
 ) -> Result<(usize, bool)> {
+    search_leaf(src, db, cmp, key, path).map(|(idx, exact, _)| (idx, exact))
+}
+
+/// [`search`], also returning the view of the leaf it reached (parsed once).
+pub fn search_leaf<'s, S: PageSource + ?Sized>(
+    src: &'s S,
+    db: &DbRecord,
+    cmp: KeyCmp,
+    key: &[u8],
+    path: &mut Path,
+) -> Result<(usize, bool, PageView<'s>)> {
     with_order!(cmp, |f| search_in(src, db, f, key, path))
 }
 
-fn search_in<S: PageSource + ?Sized>(
-    src: &S,
+fn search_in<'s, S: PageSource + ?Sized>(
+    src: &'s S,
     db: &DbRecord,
     cmp: impl Fn(&[u8], &[u8]) -> Ordering + Copy,
     key: &[u8],
     path: &mut Path,
-) -> Result<(usize, bool)> {
+) -> Result<(usize, bool, PageView<'s>)> {
     let depth = db.depth as usize;
     if depth == 0 || depth > MAX_DEPTH {
         return Err(Error::corrupted(db.root, "tree depth out of range"));
@@ -244,7 +255,7 @@ fn search_in<S: PageSource + ?Sized>(
             let (idx, exact) = leaf_search(&page, cmp, key)?;
             path.idx[level] = idx as u16;
             path.depth = depth;
-            return Ok((idx, exact));
+            return Ok((idx, exact, page));
         }
         let idx = branch_search(&page, cmp, key)?;
         path.idx[level] = idx as u16;
@@ -675,8 +686,9 @@ impl<S: PageStore> TreeMut<'_, S> {
         mode: PutMode,
     ) -> Result<bool> {
         debug_assert!(path.depth > 0 && path.depth as u16 == self.db.depth);
+        let leaf = view(&*self.store, path.leaf())?;
         if exact {
-            let flags = view(&*self.store, path.leaf())?.node(idx)?.flags;
+            let flags = leaf.node(idx)?.flags;
             if !mode.any_kind {
                 check_node_kind(flags, mode.node_flags)?;
             }
@@ -684,7 +696,7 @@ impl<S: PageStore> TreeMut<'_, S> {
                 return Err(Error::KeyExist);
             }
         }
-        let fixed = view(&*self.store, path.leaf())?.fixed_size();
+        let fixed = leaf.fixed_size();
         if fixed != 0 {
             // A LEAF2 leaf holds keys only: present means nothing to change.
             if key.len() != fixed {

@@ -296,11 +296,11 @@ impl<S: PageStore> DupTree<'_, S> {
         if db.root == P_INVALID {
             return Ok((PutPlan::NewKey, None));
         }
-        let (idx, exact) = btree::search(src, &db, self.tree.cmp, key, path)?;
+        let (idx, exact, leaf) = btree::search_leaf(src, &db, self.tree.cmp, key, path)?;
         if !exact {
             return Ok((PutPlan::NewKey, Some((idx, false))));
         }
-        let plan = self.plan_existing(key, value, no_overwrite, path, idx)?;
+        let plan = self.plan_existing(key, value, no_overwrite, &leaf, idx)?;
         Ok((plan, Some((idx, true))))
     }
 
@@ -310,15 +310,15 @@ impl<S: PageStore> DupTree<'_, S> {
         key: &[u8],
         value: &[u8],
         no_overwrite: bool,
-        path: &btree::Path,
+        leaf: &PageView<'_>,
         idx: usize,
     ) -> Result<PutPlan> {
         let src = &*self.tree.store;
         if no_overwrite {
             return Err(Error::KeyExist);
         }
-        let node = btree::view(src, path.leaf())?.node(idx)?;
-        let dups = dups_of(&node, path.leaf())?;
+        let node = leaf.node(idx)?;
+        let dups = dups_of(&node, leaf.pgno())?;
         if self.is_fixed() {
             // DUPFIXED: every value of a key has the size of its first one.
             let size = match dups {
