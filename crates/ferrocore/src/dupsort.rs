@@ -194,6 +194,8 @@ pub struct DupTree<'a, S: PageStore> {
     pub tree: TreeMut<'a, S>,
     /// The order of values.
     pub dcmp: KeyCmp,
+    /// Where a grown sub-page is built (the txn keeps it, so puts do not allocate).
+    pub scratch: &'a mut Vec<u8>,
 }
 
 /// What `DupTree::put` did.
@@ -290,6 +292,7 @@ impl<S: PageStore> DupTree<'_, S> {
         value: &[u8],
         no_overwrite: bool,
         path: &mut btree::Path,
+        scratch: &mut Vec<u8>,
     ) -> Result<(PutPlan, Option<Found>)> {
         let db = *self.tree.db;
         let src = &*self.tree.store;
@@ -300,7 +303,7 @@ impl<S: PageStore> DupTree<'_, S> {
         if !exact {
             return Ok((PutPlan::NewKey, Some((idx, false))));
         }
-        let plan = self.plan_existing(key, value, no_overwrite, &leaf, idx)?;
+        let plan = self.plan_existing(key, value, no_overwrite, &leaf, idx, scratch)?;
         Ok((plan, Some((idx, true))))
     }
 
@@ -312,6 +315,7 @@ impl<S: PageStore> DupTree<'_, S> {
         no_overwrite: bool,
         leaf: &PageView<'_>,
         idx: usize,
+        scratch: &mut Vec<u8>,
     ) -> Result<PutPlan> {
         let src = &*self.tree.store;
         if no_overwrite {
@@ -369,14 +373,14 @@ impl<S: PageStore> DupTree<'_, S> {
                     ));
                 }
                 // One copy, with room for the new value, as LMDB grows a sub-page.
-                let mut grown = edit::with_room(bytes, extra);
+                edit::with_room(bytes, extra, scratch);
                 let no_data = NodeValue::Inline {
                     flags: 0,
                     data: &[],
                 };
-                let fits = edit::insert_node(&mut grown, lo, value, no_data);
+                let fits = edit::insert_node(scratch, lo, value, no_data);
                 assert!(fits, "sub-page grown by the new value's footprint");
-                Ok(PutPlan::SubPage(grown))
+                Ok(PutPlan::SubPage)
             }
             Dups::SubDb(rec) => Ok(PutPlan::SubDb(rec)),
         }
@@ -391,13 +395,33 @@ impl<S: PageStore> DupTree<'_, S> {
         no_overwrite: bool,
         no_dup_data: bool,
     ) -> Result<DupPut> {
+        let mut path = btree::Path::default();
+        let mut scratch = std::mem::take(&mut *self.scratch);
+        let planned = self.plan_put(key, value, no_overwrite, &mut path, &mut scratch);
+        let r = planned.and_then(|(plan, found)| {
+            self.put_planned(key, value, no_dup_data, plan, found, &mut path, &scratch)
+        });
+        *self.scratch = scratch;
+        r
+    }
+
+    /// Carries out [`DupTree::plan_put`]'s plan (`sub`: the grown sub-page it built).
+    #[allow(clippy::too_many_arguments)]
+    fn put_planned(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        no_dup_data: bool,
+        plan: PutPlan,
+        found: Option<Found>,
+        path: &mut btree::Path,
+        sub: &[u8],
+    ) -> Result<DupPut> {
         let entries = self.tree.db.entries;
         let any = PutMode {
             any_kind: true,
             ..PutMode::default()
         };
-        let mut path = btree::Path::default();
-        let (plan, found) = self.plan_put(key, value, no_overwrite, &mut path)?;
         match (plan, found) {
             (PutPlan::Present, _) if no_dup_data => return Err(Error::KeyExist),
             (PutPlan::Present, _) => return Ok(DupPut::Present),
@@ -406,21 +430,21 @@ impl<S: PageStore> DupTree<'_, S> {
             }
             (PutPlan::NewKey, Some((idx, exact))) => {
                 self.tree
-                    .put_at(&mut path, idx, exact, key, value, PutMode::default())?;
+                    .put_at(path, idx, exact, key, value, PutMode::default())?;
             }
-            (PutPlan::SubPage(sub), Some((idx, exact))) => {
+            (PutPlan::SubPage, Some((idx, exact))) => {
                 let mode = PutMode {
                     node_flags: node_flags::DUPDATA,
                     ..any
                 };
-                self.tree.put_at(&mut path, idx, exact, key, &sub, mode)?;
+                self.tree.put_at(path, idx, exact, key, sub, mode)?;
             }
-            (PutPlan::SubPage(sub), None) => {
+            (PutPlan::SubPage, None) => {
                 let mode = PutMode {
                     node_flags: node_flags::DUPDATA,
                     ..any
                 };
-                self.tree.put(key, &sub, mode)?;
+                self.tree.put(key, sub, mode)?;
             }
             (PutPlan::Values(values), _) => {
                 let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
@@ -458,7 +482,7 @@ impl<S: PageStore> DupTree<'_, S> {
                 match found {
                     Some((idx, exact)) => {
                         self.tree
-                            .put_at(&mut path, idx, exact, key, &rec.to_bytes(), mode)?;
+                            .put_at(path, idx, exact, key, &rec.to_bytes(), mode)?;
                     }
                     None => {
                         self.tree.put(key, &rec.to_bytes(), mode)?;
@@ -607,8 +631,9 @@ enum PutPlan {
     NewKey,
     /// The pair is there already.
     Present,
-    /// The key's sub-page with the value inserted, ready to replace the node's data.
-    SubPage(Vec<u8>),
+    /// The key's sub-page with the value inserted, built in the scratch buffer, ready to
+    /// replace the node's data.
+    SubPage,
     /// The key's values with the new one, sorted, in a new form (a single value becoming a
     /// set, or a sub-page outgrowing its node).
     Values(Vec<Vec<u8>>),

@@ -623,29 +623,29 @@ pub mod edit {
         (read_u16(page, 14) - read_u16(page, 12)) as usize
     }
 
-    /// A copy of a sub-page (a page the size of its bytes, as in a DUPSORT node) with
-    /// `extra` more bytes of free space, its nodes and slots moved accordingly.
-    pub fn with_room(page: &[u8], extra: usize) -> Vec<u8> {
+    /// Makes `out` a copy of a sub-page (a page the size of its bytes, as in a DUPSORT
+    /// node) with `extra` more bytes of free space, its nodes and slots moved accordingly.
+    pub fn with_room(page: &[u8], extra: usize, out: &mut Vec<u8>) {
         let len = page.len() + extra;
-        let mut out = vec![0u8; len];
+        out.clear();
+        out.resize(len, 0);
         if leaf2_size(page).is_some() {
             // Keys packed after the header; the free space is the tail.
             let n = num_keys(page);
             out[..page.len()].copy_from_slice(page);
-            set_leaf2_count(&mut out, n);
-            return out;
+            set_leaf2_count(out, n);
+            return;
         }
         let lower = read_u16(page, 12) as usize;
         let upper = read_u16(page, 14) as usize;
         out[..lower].copy_from_slice(&page[..lower]);
         out[upper + extra..].copy_from_slice(&page[upper..]);
         for slot in (PAGE_HEADER_SIZE..lower).step_by(2) {
-            let off = read_u16(&out, slot) as usize;
-            write_u16(&mut out, slot, (off + extra) as u16);
+            let off = read_u16(out, slot) as usize;
+            write_u16(out, slot, (off + extra) as u16);
         }
-        write_u16(&mut out, 14, (upper + extra) as u16);
+        write_u16(out, 14, (upper + extra) as u16);
         debug_assert!(len <= MAX_PAGE_SIZE);
-        out
     }
 
     /// Inserts a node at slot `idx`. Returns false (changing nothing) if it does not fit.

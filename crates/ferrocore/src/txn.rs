@@ -907,6 +907,8 @@ pub struct WriteTxn<'env> {
     drops: Vec<(u32, u64)>,
     /// Handles this txn opened (private to it until it commits).
     handles: HandleScope<'env>,
+    /// Room to build a DUPSORT key's grown sub-page in, kept from put to put.
+    dup_scratch: Vec<u8>,
     // Released after Drop::drop has released the cross-process lock.
     _guard: MutexGuard<'env, ()>,
 }
@@ -979,6 +981,7 @@ impl<'env> WriteTxn<'env> {
             changes: 0,
             drops: Vec::new(),
             handles: HandleScope::new(env, false),
+            dup_scratch: Vec::new(),
             _guard: guard,
         })
     }
@@ -1248,7 +1251,13 @@ impl<'env> WriteTxn<'env> {
                             db: &mut record_copy,
                             cmp,
                         };
-                        let r = DupTree { tree, dcmp }.make_set(key);
+                        let scratch = &mut self.dup_scratch;
+                        let r = DupTree {
+                            tree,
+                            dcmp,
+                            scratch,
+                        }
+                        .make_set(key);
                         self.set_record(db, record_copy);
                         self.note(r)?;
                     }
@@ -1261,7 +1270,13 @@ impl<'env> WriteTxn<'env> {
                 db: &mut record_copy,
                 cmp,
             };
-            let r = DupTree { tree, dcmp }.put(key, value, no_overwrite, no_dup_data);
+            let scratch = &mut self.dup_scratch;
+            let r = DupTree {
+                tree,
+                dcmp,
+                scratch,
+            }
+            .put(key, value, no_overwrite, no_dup_data);
             self.set_record(db, record_copy);
             return self.note(r.map(|_| ()));
         }
@@ -1345,6 +1360,7 @@ impl<'env> WriteTxn<'env> {
                     cmp,
                 },
                 dcmp,
+                scratch: &mut self.dup_scratch,
             }
             .delete(key, value),
             None => TreeMut {
