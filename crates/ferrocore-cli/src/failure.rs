@@ -1,0 +1,48 @@
+//! Why a command failed, as `main` reports it: one line on stderr and a non-zero exit.
+
+use std::fmt;
+use std::io;
+use std::path::Path;
+
+/// A failed command.
+#[derive(Debug)]
+pub enum Failure {
+    /// Printed as `ferrocore: {message}`.
+    Message(String),
+    /// The reader of our output went away (`ferrocore dump | head`): nothing more to say,
+    /// but the output is incomplete, so the exit status still says so.
+    BrokenPipe,
+}
+
+/// The result of a command.
+pub type Outcome<T = ()> = Result<T, Failure>;
+
+impl Failure {
+    /// A failure described by `message`.
+    pub fn new(message: impl Into<String>) -> Failure {
+        Failure::Message(message.into())
+    }
+
+    /// An engine error met while working on `path`.
+    pub fn at(path: &Path, e: ferrocore::Error) -> Failure {
+        Failure::new(format!("{}: {e}", path.display()))
+    }
+
+    /// An error writing our output (to `what`: a file name or "standard output").
+    pub fn writing(what: &str, e: io::Error) -> Failure {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            Failure::BrokenPipe
+        } else {
+            Failure::new(format!("writing {what}: {e}"))
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Message(m) => f.write_str(m),
+            Failure::BrokenPipe => f.write_str("output closed"),
+        }
+    }
+}
