@@ -4,6 +4,10 @@
 //!   temporary directory and prints what it measured.
 //! - `ferrocore stat [-e] [-f[f[f]]] [-r[r]] [-a|-s NAME] [-n] PATH`: statistics, as
 //!   `mdb_stat`.
+//! - `ferrocore dump [-a|-s NAME] [-l] [-p] [-n] [-f FILE] PATH`: DBs as text, as
+//!   `mdb_dump` writes them.
+//! - `ferrocore load [-f FILE] [-n] [-s NAME] [-N] [-T] PATH`: that text back into an
+//!   environment, as `mdb_load`, in one write txn.
 //! - `ferrocore check [-n] PATH`: verifies every page, the free list and the tree
 //!   invariants.
 //!
@@ -12,10 +16,13 @@
 
 mod check;
 mod demo;
+mod dump;
 mod envpath;
 mod failure;
+mod load;
 mod output;
 mod stat;
+mod text;
 
 use std::process::ExitCode;
 
@@ -39,6 +46,8 @@ struct Cli {
 enum Command {
     Demo(demo::Args),
     Stat(stat::Args),
+    Dump(dump::Args),
+    Load(load::Args),
     Check(check::Args),
 }
 
@@ -47,6 +56,8 @@ fn main() -> ExitCode {
     let result = match cli.command.unwrap_or(Command::Demo(demo::Args::default())) {
         Command::Demo(args) => demo::run(&args),
         Command::Stat(args) => stat::run(&args),
+        Command::Dump(args) => dump::run(&args),
+        Command::Load(args) => load::run(&args),
         Command::Check(args) => check::run(&args),
     };
     match result {

@@ -1,8 +1,10 @@
-//! Where a command writes: standard output, buffered, with write errors turned
+//! Where a command writes: standard output or a file, buffered, with write errors turned
 //! into failures (a closed pipe ends the command quietly instead of panicking as
 //! `println!` would).
 
+use std::fs::File;
 use std::io::{self, BufWriter, Write};
+use std::path::Path;
 
 use crate::failure::{Failure, Outcome};
 
@@ -19,6 +21,16 @@ impl Output {
             w: BufWriter::with_capacity(1 << 16, Box::new(io::stdout())),
             name: "standard output".to_owned(),
         }
+    }
+
+    /// A file, created or truncated.
+    pub fn create(path: &Path) -> Outcome<Output> {
+        let file =
+            File::create(path).map_err(|e| Failure::new(format!("{}: {e}", path.display())))?;
+        Ok(Output {
+            w: BufWriter::with_capacity(1 << 16, Box::new(file)),
+            name: path.display().to_string(),
+        })
     }
 
     /// Writes `bytes`.

@@ -3,6 +3,8 @@
 mod common;
 
 use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
 
 use common::*;
 use ferrocore::EnvOptions;
@@ -68,4 +70,77 @@ fn stat_matches_mdb_stat() {
     );
     // Without a section flag: the environment and the main DB, as always.
     assert_eq!(stat(&[], dir.path()), stat(&["-e"], dir.path()));
+}
+
+/// Starts `ferrocore dump` of a large DB into a pipe nobody reads, so it blocks with its
+/// read txn open, and returns once its reader slot is in the table.
+fn blocked_reader(path: &Path) -> std::process::Child {
+    let child = ferrocore()
+        .args(["dump", "-s", "big"])
+        .arg(path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = format!("{:>10} ", child.id());
+    let start = Instant::now();
+    while !stat(&["-r"], path).contains(&pid) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the dump never read"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child
+}
+
+#[test]
+fn stat_clears_the_slots_of_dead_readers() {
+    let dir = tempfile::tempdir().unwrap();
+    // SAFETY: the test owns the directory.
+    let env = unsafe { EnvOptions::new().max_dbs(2).open(dir.path()).unwrap() };
+    {
+        // (Open throughout: the first process to open an environment starts a fresh
+        // reader table, so a dead reader's slot only lasts while someone has it open.)
+        let mut txn = env.begin_write().unwrap();
+        let db = txn
+            .open_db(Some("big"), ferrocore::db_flags::CREATE)
+            .unwrap();
+        for i in 0..4000u32 {
+            txn.put(db, &i.to_be_bytes(), &[0x5a; 100], 0).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let mut child = blocked_reader(dir.path());
+    let pid = format!("{:>10} ", child.id());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let tools = LmdbTools::find("stat_clears_the_slots_of_dead_readers");
+    if let Some(tools) = &tools {
+        assert_eq!(
+            stat(&["-r"], dir.path()),
+            mdb_stat(tools, &["-r"], dir.path())
+        );
+    }
+    let text = stat(&["-rr"], dir.path());
+    let (before, after) = text
+        .split_once("  1 stale readers cleared.\n")
+        .expect(&text);
+    assert!(before.contains(&pid), "{text}");
+    assert_eq!(after, "(no active readers)\n", "{text}");
+    if let Some(tools) = &tools {
+        // And mdb_stat clears what ferrocore's readers leave, with the same words.
+        let mut child = blocked_reader(dir.path());
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let theirs = mdb_stat(tools, &["-rr"], dir.path());
+        assert!(
+            theirs.contains("  1 stale readers cleared.\n(no active readers)\n"),
+            "{theirs}"
+        );
+        assert_eq!(
+            stat(&["-rr"], dir.path()),
+            mdb_stat(tools, &["-rr"], dir.path())
+        );
+    }
 }
