@@ -8,6 +8,8 @@
 //!   `mdb_dump` writes them.
 //! - `ferrocore load [-f FILE] [-n] [-s NAME] [-N] [-T] PATH`: that text back into an
 //!   environment, as `mdb_load`, in one write txn.
+//! - `ferrocore drop [-d] [-s NAME] [-n] PATH`: empties a DB, or deletes a named one, as
+//!   `mdb_drop`.
 //! - `ferrocore check [-n] PATH`: verifies every page, the free list and the tree
 //!   invariants.
 //!
@@ -16,6 +18,7 @@
 
 mod check;
 mod demo;
+mod drop;
 mod dump;
 mod envpath;
 mod failure;
@@ -48,6 +51,7 @@ enum Command {
     Stat(stat::Args),
     Dump(dump::Args),
     Load(load::Args),
+    Drop(drop::Args),
     Check(check::Args),
 }
 
@@ -58,6 +62,7 @@ fn main() -> ExitCode {
         Command::Stat(args) => stat::run(&args),
         Command::Dump(args) => dump::run(&args),
         Command::Load(args) => load::run(&args),
+        Command::Drop(args) => drop::run(&args),
         Command::Check(args) => check::run(&args),
     };
     match result {

@@ -1,4 +1,4 @@
-//! `ferrocore stat` against LMDB's `mdb_stat`.
+//! `ferrocore stat` against LMDB's `mdb_stat`, and `ferrocore drop`.
 
 mod common;
 
@@ -143,4 +143,82 @@ fn stat_clears_the_slots_of_dead_readers() {
             mdb_stat(tools, &["-rr"], dir.path())
         );
     }
+}
+
+#[test]
+fn drop_empties_or_deletes() {
+    let dir = tempfile::tempdir().unwrap();
+    make_named(dir.path(), 0);
+    let tools = LmdbTools::find("drop_empties_or_deletes");
+    let run_drop = |args: &[&str]| {
+        ferrocore()
+            .arg("drop")
+            .args(args)
+            .arg(dir.path())
+            .output()
+            .unwrap()
+    };
+    let list =
+        || String::from_utf8(stdout_of(ferrocore().args(["dump", "-l"]).arg(dir.path()))).unwrap();
+    let check = || {
+        assert!(ferrocore()
+            .arg("check")
+            .arg(dir.path())
+            .output()
+            .unwrap()
+            .status
+            .success())
+    };
+
+    // Empty a named DB: it stays, with no entries.
+    assert!(run_drop(&["-s", "plain"]).status.success());
+    assert!(stat(&["-s", "plain"], dir.path()).contains("  Entries: 0\n"));
+    assert!(list().lines().any(|l| l == "plain"));
+    check();
+    // Delete one: it is gone, the others stay.
+    assert!(run_drop(&["-d", "-s", "dupsort"]).status.success());
+    let names = list();
+    assert!(!names.lines().any(|l| l == "dupsort"), "{names}");
+    assert_eq!(names.lines().count(), NAMED.len() - 1, "{names}");
+    check();
+    if let Some(tools) = &tools {
+        assert_eq!(
+            stat(&["-a"], dir.path()),
+            mdb_stat(tools, &["-a"], dir.path())
+        );
+        assert_eq!(list().into_bytes(), tools.dump(&["-l"], dir.path()));
+    }
+    // A DB that does not exist.
+    let out = run_drop(&["-s", "dupsort"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr_text(&out).contains("database dupsort: MDB_NOTFOUND"),
+        "{}",
+        stderr_text(&out)
+    );
+    // The main DB: emptied with every named DB in it; -d does not delete it.
+    assert!(run_drop(&["-d"]).status.success());
+    assert!(stat(&[], dir.path()).contains("  Entries: 0\n"));
+    let out = ferrocore()
+        .args(["dump", "-l"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(stderr_text(&out).contains("does not contain multiple databases"));
+    check();
+    if let Some(tools) = &tools {
+        let ours = stat(&["-e", "-ff"], dir.path());
+        assert_eq!(
+            without_oldest_reader(&ours),
+            mdb_stat(tools, &["-e", "-ff"], dir.path())
+        );
+    }
+    // A missing environment.
+    let out = ferrocore()
+        .arg("drop")
+        .arg(dir.path().join("missing"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(stderr_text(&out).contains("no such environment"));
 }
