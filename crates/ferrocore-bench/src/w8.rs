@@ -1,8 +1,8 @@
 //! W8 instructions per operation (DESIGN.md, seed 003): each engine runs, at small N under
 //! `valgrind --tool=callgrind`, W3's random puts (txns of 1,000, no sync), W4's random
 //! gets (one read txn), W5's scan (one read txn, every entry), W2's sorted APPEND puts
-//! (txns of 1,000) and W7's indexed entries (a record plus 10 DUPSORT index values each,
-//! txns of 1,000), with collection switched on only inside [`ferrobench_measure`], so key
+//! (txns of 1,000), W7's indexed entries (a record plus 10 DUPSORT index values each,
+//! txns of 1,000) and W6's one-put commits without the sync (on N entries), with collection switched on only inside [`ferrobench_measure`], so key
 //! generation, opening and the untimed loads before the reads are not counted. Instructions (Ir) / N is the figure: it does not move with
 //! machine noise. System calls (pwrite, fsync, mmap faults) run in the kernel and are not
 //! counted.
@@ -44,10 +44,12 @@ pub enum Op {
     Append,
     /// W7: one entry, a record and 10 DUPSORT index values (commit included).
     Index,
+    /// W6 without the sync: a txn of one random put, committed (on a DB of N entries).
+    Commit,
 }
 
 impl Op {
-    const ALL: [Op; 5] = [Op::Put, Op::Get, Op::Next, Op::Append, Op::Index];
+    const ALL: [Op; 6] = [Op::Put, Op::Get, Op::Next, Op::Append, Op::Index, Op::Commit];
 
     fn label(self) -> &'static str {
         match self {
@@ -56,6 +58,7 @@ impl Op {
             Op::Next => "next",
             Op::Append => "append put",
             Op::Index => "W7 entry",
+            Op::Commit => "1-put commit",
         }
     }
 }
@@ -114,6 +117,15 @@ pub fn cell(args: &W8CellArgs) {
             ferrobench_measure(&mut || {
                 for chunk in sorted.keys().chunks(1000) {
                     e.put_batch(chunk, &v, true);
+                }
+            });
+        }
+        Op::Commit => {
+            load(&mut e);
+            let more = KeyBuf::random(args.n, 16, 43);
+            ferrobench_measure(&mut || {
+                for k in more.keys().chunks(1) {
+                    e.put_batch(k, &v, false);
                 }
             });
         }
@@ -230,7 +242,8 @@ pub fn run(args: &W8Args) {
         }
         println!(
             "\nW8 instructions per operation under callgrind, N = {} (16-byte random keys, 100-byte values;\n\
-             put, append put, W7 entry: txns of 1000, no sync, commit included; get, next: one read txn);\n\
+             put, append put, W7 entry: txns of 1000, no sync, commit included; get, next: one read txn;\n\
+             1-put commit: a txn of one put on N entries, no sync);\n\
              (x) = engine / LMDB\n",
             args.n
         );

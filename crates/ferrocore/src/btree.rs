@@ -561,6 +561,17 @@ impl<S: PageStore> TreeMut<'_, S> {
         self.store.page_size()
     }
 
+    /// Makes the pages on the way to `key` writable now (copy-on-write), so that a later
+    /// put of `key` allocates nothing unless it splits. Nothing to do in an empty tree.
+    pub fn touch_to(&mut self, key: &[u8]) -> Result<()> {
+        if self.db.root == P_INVALID {
+            return Ok(());
+        }
+        let mut path = Path::default();
+        search(&*self.store, self.db, self.cmp, key, &mut path)?;
+        self.touch_path(&mut path)
+    }
+
     /// Makes every page on `path` writable, re-pointing parents at the copies.
     fn touch_path(&mut self, path: &mut Path) -> Result<()> {
         for level in 0..path.depth {

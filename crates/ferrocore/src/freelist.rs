@@ -75,7 +75,10 @@ pub fn decode_idl(value: &[u8], pgno_for_errors: u64) -> Result<Vec<u64>> {
             "free-list record count exceeds its length",
         ));
     }
-    let pages: Vec<u64> = (0..count).map(|i| read_u64(value, 8 + 8 * i)).collect();
+    let pages: Vec<u64> = value[8..8 + 8 * count]
+        .chunks_exact(8)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+        .collect();
     // LMDB's IDLs are sorted descending without repeats, and never list a meta page: a
     // page listed twice would be handed out twice.
     if pages.windows(2).any(|w| w[0] <= w[1]) || pages.last().is_some_and(|&p| p < 2) {
@@ -93,12 +96,12 @@ pub fn encode_idl(pages: &[u64], len: usize) -> Vec<u8> {
         pages.windows(2).all(|w| w[0] > w[1]),
         "IDL must be strictly descending"
     );
-    let mut out = Vec::with_capacity(len);
-    out.extend_from_slice(&(pages.len() as u64).to_le_bytes());
-    for p in pages {
-        out.extend_from_slice(&p.to_le_bytes());
+    let mut out = vec![0u8; len.max(8 * (pages.len() + 1))];
+    let (count, rest) = out.split_at_mut(8);
+    count.copy_from_slice(&(pages.len() as u64).to_le_bytes());
+    for (slot, p) in rest.chunks_exact_mut(8).zip(pages) {
+        slot.copy_from_slice(&p.to_le_bytes());
     }
-    out.resize(len.max(out.len()), 0);
     out
 }
 
@@ -156,8 +159,10 @@ fn slack_len(needed: usize, page_size: usize) -> usize {
 ///
 /// Saving changes the free DB, which allocates pages (from the very lists being saved) and
 /// frees the free DB's old pages, so the list is recomputed and saved again until it no
-/// longer changes. The record keeps its size between rounds (it is written with slack and
-/// LMDB readers use the count, not the length), so later rounds rewrite it in place and
+/// longer changes. The pages on the way to the record are copied before the first round,
+/// so usually the first record written is final and the second round only checks it.
+/// Otherwise the record keeps its size between rounds (it is written with slack and LMDB
+/// readers use the count, not the length), so later rounds rewrite it in place and
 /// allocate nothing: the loop settles in two or three rounds.
 pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> Result<()> {
     pages.reclaim.exhausted();
@@ -177,19 +182,33 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
     }
     let key = txnid.to_le_bytes();
     let page_size = pages.page_size();
+    // Copy the free DB's pages on the way to the new record first: that allocation (and
+    // the freeing of the old copies) then happens before the list is taken, and the first
+    // round's record is usually the final one.
+    TreeMut {
+        store: &mut *pages,
+        db: &mut *free_db,
+        cmp: KeyCmp::Integer,
+    }
+    .touch_to(&key)?;
     let mut written: Option<Vec<u64>> = None;
     let mut record_len = 0;
     let mut shrink_tried = false;
-    for _round in 0..64 {
-        let free = &pages.free;
-        let mut all: Vec<u64> = free
-            .loose
-            .iter()
-            .chain(&free.pool)
-            .chain(&free.freed)
-            .copied()
-            .collect();
-        all.sort_unstable_by(|a, b| b.cmp(a));
+    for round in 0..64 {
+        let free = &mut pages.free;
+        // The pool is kept in descending order; the two short lists are sorted here, and
+        // the three merged (each commit writes the whole list back: no n log n per round).
+        debug_assert!(
+            free.pool.windows(2).all(|w| w[0] > w[1]),
+            "pool out of order"
+        );
+        free.loose.sort_unstable_by(|a, b| b.cmp(a));
+        free.freed.sort_unstable_by(|a, b| b.cmp(a));
+        let total = free.loose.len() + free.pool.len() + free.freed.len();
+        let mut merged = Vec::with_capacity(free.loose.len() + free.pool.len());
+        crate::store::merge_descending(&free.loose, &free.pool, &mut merged);
+        let mut all = Vec::with_capacity(total);
+        crate::store::merge_descending(&merged, &free.freed, &mut all);
         debug_assert!(all.windows(2).all(|w| w[0] != w[1]), "a page is free twice");
         let needed = 8 * (all.len() + 1);
         if written.is_none() && all.is_empty() {
@@ -205,6 +224,10 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
                 return Ok(());
             }
             shrink_tried = true;
+            record_len = needed;
+        } else if round == 0 && needed < page_size / 4 {
+            // A small record, likely final already: its exact size (no slack to give
+            // back in another round); if the list still moves, later rounds add slack.
             record_len = needed;
         } else if needed > record_len || needed + 2 * page_size < record_len {
             record_len = slack_len(needed, page_size);

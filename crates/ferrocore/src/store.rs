@@ -117,6 +117,23 @@ impl Hasher for PgnoHasher {
 /// Map from page number to something, hashed cheaply.
 pub type PgnoMap<V> = HashMap<u64, V, BuildHasherDefault<PgnoHasher>>;
 
+/// Appends to `out` the elements of `a` and `b`, both in descending order, in descending
+/// order. Walks the shorter list and copies the longer one in blocks between its elements
+/// (a commit merges a few pages into a free list of thousands).
+pub fn merge_descending(a: &[u64], b: &[u64], out: &mut Vec<u64>) {
+    let (short, mut long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    out.reserve(a.len() + b.len());
+    for &x in short {
+        // The elements of `long` that come before `x` (greater, or equal: the order
+        // between equal elements does not matter).
+        let before = long.partition_point(|&y| y >= x);
+        out.extend_from_slice(&long[..before]);
+        out.push(x);
+        long = &long[before..];
+    }
+    out.extend_from_slice(long);
+}
+
 /// Free pages known to the write transaction, and where they came from.
 #[derive(Default, Debug, Clone)]
 pub struct FreePages {
@@ -250,6 +267,17 @@ impl<'e> DirtyPages<'e> {
         None
     }
 
+    /// Adds the pages of a free-DB record to the pool, keeping it in descending order (a
+    /// record LMDB wrote is in that order already: a merge, not a sort).
+    fn add_to_pool(&mut self, mut pages: Vec<u64>) {
+        if !pages.windows(2).all(|w| w[0] > w[1]) {
+            pages.sort_unstable_by(|a, b| b.cmp(a));
+        }
+        let pool = std::mem::take(&mut self.free.pool);
+        self.free.pool.reserve(pool.len() + pages.len());
+        merge_descending(&pool, &pages, &mut self.free.pool);
+    }
+
     /// Allocates from free pages, refilling the pool from free-DB records no reader can
     /// see, and only then past the end of the file.
     fn alloc_pages(&mut self, count: usize) -> Result<u64> {
@@ -268,8 +296,7 @@ impl<'e> DirtyPages<'e> {
                         ));
                     }
                     self.reclaim.consumed(key);
-                    self.free.pool.extend(pages);
-                    self.free.pool.sort_unstable_by(|a, b| b.cmp(a));
+                    self.add_to_pool(pages);
                     continue;
                 }
                 self.reclaim.exhausted();
@@ -443,5 +470,34 @@ impl PageStore for DirtyPages<'_> {
             self.free.freed.extend(pgno..pgno + count as u64);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merge_descending;
+
+    #[test]
+    fn merge_descending_matches_a_sort() {
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        for round in 0..200 {
+            let (na, nb) = ((next() % 40) as usize, (next() % (1 + round)) as usize);
+            let mut a: Vec<u64> = (0..na).map(|_| next() % 500).collect();
+            let mut b: Vec<u64> = (0..nb).map(|_| next() % 500).collect();
+            a.sort_unstable_by(|x, y| y.cmp(x));
+            b.sort_unstable_by(|x, y| y.cmp(x));
+            let mut out = vec![9999];
+            merge_descending(&a, &b, &mut out);
+            let mut want: Vec<u64> = a.iter().chain(&b).copied().collect();
+            want.sort_unstable_by(|x, y| y.cmp(x));
+            assert_eq!(out[0], 9999, "appends to what `out` holds");
+            assert_eq!(&out[1..], &want[..], "a={a:?} b={b:?}");
+        }
     }
 }
