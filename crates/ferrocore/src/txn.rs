@@ -97,6 +97,9 @@ fn check_key(env: &EnvInner, key: &[u8]) -> Result<()> {
 /// A named DB's state in a write txn.
 #[derive(Clone)]
 struct NamedDb {
+    /// The DB's name: a handle closed and reused names another DB (commit writes the
+    /// record under this name, not under the handle's current one).
+    name: Vec<u8>,
     record: DbRecord,
     orders: Orders,
     /// `orders_generation` when `orders` was read (0: from the flags, never checked).
@@ -400,25 +403,19 @@ impl<'env> ReadTxn<'env> {
             )),
             Database::FREE => Ok((self.meta.free_db, FREE_ORDERS)),
             _ => {
-                // The DB this txn used last, without touching the map.
+                // The DB this txn used last, without touching the map. A closed handle
+                // (or a new comparator) moves the generation: then the handle may name
+                // another DB, and its record is looked up again.
+                let gen_now = self.env.orders_generation.load(Ordering::Acquire);
                 if let Some((dbi, record, orders, gen)) = self.last_named.get() {
-                    if dbi == db.0 {
-                        let (orders, new_gen) =
-                            named_orders(self.env, db, orders, gen, self.handles.serial)?;
-                        if new_gen != gen {
-                            self.last_named.set(Some((dbi, record, orders, new_gen)));
-                        }
+                    if dbi == db.0 && gen == gen_now {
                         return Ok((record, orders));
                     }
                 }
                 let cached = self.named.borrow().get(&db.0).copied();
                 let (record, orders, gen) = match cached {
-                    Some((record, orders, gen)) => {
-                        let (orders, gen) =
-                            named_orders(self.env, db, orders, gen, self.handles.serial)?;
-                        (record, orders, gen)
-                    }
-                    None => self.load_named(db)?,
+                    Some(entry) if entry.2 == gen_now => entry,
+                    _ => self.load_named(db)?,
                 };
                 if let Some((dbi, r, o, g)) =
                     self.last_named.replace(Some((db.0, record, orders, gen)))
@@ -1024,7 +1021,7 @@ impl<'env> WriteTxn<'env> {
         match db {
             Database::MAIN => Ok((self.main_db, main_orders(self.env, &self.main_db)?)),
             Database::FREE => Ok((self.free_db, FREE_ORDERS)),
-            _ => match self.named.get(&db.0) {
+            _ => match self.named.get(&db.0).filter(|n| !self.reused(db, n)) {
                 Some(n) => Ok((
                     n.record,
                     named_orders(self.env, db, n.orders, n.generation, self.handles.serial)?.0,
@@ -1051,6 +1048,38 @@ impl<'env> WriteTxn<'env> {
         }
     }
 
+    /// True if `db`'s handle was closed and reused for another DB since this txn loaded
+    /// `n` for it (LMDB's `mdb_dump -a` closes each handle after use). Cheap unless some
+    /// handle of the environment was closed since.
+    fn reused(&self, db: Database, n: &NamedDb) -> bool {
+        if self.env.orders_generation.load(Ordering::Acquire) == n.generation {
+            return false;
+        }
+        match catalog_entry(self.env, db, self.handles.serial) {
+            Ok((name, _, _)) => name != n.name,
+            Err(_) => false, // the caller's next catalog look-up reports it
+        }
+    }
+
+    /// Forgets what this txn loaded for `db` if its handle now names another DB. A DB this
+    /// txn changed stays, under a number no handle has, so commit still writes it.
+    fn forget_if_reused(&mut self, db: Database) {
+        let Some(n) = self.named.get(&db.0) else {
+            return;
+        };
+        if !self.reused(db, n) {
+            return;
+        }
+        let old = self.named.remove(&db.0).expect("just looked up");
+        if old.dirty {
+            let spare = (0..=u32::MAX)
+                .rev()
+                .find(|k| !self.named.contains_key(k))
+                .expect("fewer than 2^32 DBs");
+            self.named.insert(spare, old);
+        }
+    }
+
     /// The record and key order of a DB this txn may write, loaded on first use.
     fn tree_mut(&mut self, db: Database) -> Result<(&mut DbRecord, Orders)> {
         match db {
@@ -1060,6 +1089,7 @@ impl<'env> WriteTxn<'env> {
             }
             Database::FREE => Err(Error::InvalidArgument("the free DB is read-only")),
             _ => {
+                self.forget_if_reused(db);
                 let n = match self.named.entry(db.0) {
                     std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
                     std::collections::hash_map::Entry::Vacant(e) => {
@@ -1069,6 +1099,7 @@ impl<'env> WriteTxn<'env> {
                         let record = named_record(&self.pages, &self.main_db, &name, flags)?
                             .ok_or(Error::BadDbi)?;
                         e.insert(NamedDb {
+                            name,
                             record,
                             orders: cmp,
                             generation: 0,
@@ -1145,6 +1176,7 @@ impl<'env> WriteTxn<'env> {
                 self.named.insert(
                     dbi,
                     NamedDb {
+                        name: name.to_vec(),
                         record: DbRecord::empty(db_flags),
                         orders: Orders::for_flags(db_flags),
                         generation: 0,
@@ -1482,7 +1514,8 @@ impl<'env> WriteTxn<'env> {
             .collect();
         changed.sort_unstable_by_key(|&(dbi, _)| dbi);
         for &(dbi, record) in &changed {
-            let (name, _, _) = catalog_entry(self.env, Database(dbi), self.handles.serial)?;
+            // Under the name it was loaded with (its handle may name another DB by now).
+            let name = self.named[&dbi].name.clone();
             let mode = PutMode {
                 node_flags: crate::page::node_flags::SUBDATA,
                 ..PutMode::default()

@@ -390,3 +390,81 @@ fn every_snapshot_sees_its_own_version_of_a_named_db() {
         Err(Error::NotFound)
     ));
 }
+
+/// A handle closed and reused for another DB inside one txn (what `mdb_dump -a` and
+/// `mdb_stat -a` do: open, read, close, for each DB): the txn must read the DB the handle
+/// names now, never the record it cached for the DB it named before.
+#[test]
+fn a_reused_handle_reads_its_new_db_in_the_same_txn() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path(), 4);
+    let mut txn = env.begin_write().unwrap();
+    let a = txn
+        .open_db(Some("a"), CREATE | db_flags::DUP_SORT as u32)
+        .unwrap();
+    let b = txn.open_db(Some("b"), CREATE).unwrap();
+    for v in [&b"v1"[..], b"v2", b"v3"] {
+        txn.put(a, b"k", v, 0).unwrap();
+    }
+    txn.put(b, b"x", b"y", 0).unwrap();
+    txn.commit().unwrap();
+    env.close_db(a).unwrap();
+    env.close_db(b).unwrap();
+
+    // A read txn: open "a", read it, close it, then open "b" under the same number.
+    let txn = env.begin_read().unwrap();
+    let first = txn.open_db(Some("a")).unwrap();
+    assert_eq!(txn.db_stat(first).unwrap().entries, 3);
+    assert_eq!(txn.get(first, b"k").unwrap(), Some(&b"v1"[..]));
+    env.close_db(first).unwrap();
+    let second = txn.open_db(Some("b")).unwrap();
+    assert_eq!(second, first, "the handle number is reused");
+    assert_eq!(txn.db_stat(second).unwrap().entries, 1);
+    assert_eq!(txn.db_flags(second).unwrap() & db_flags::DUP_SORT, 0);
+    assert_eq!(txn.get(second, b"x").unwrap(), Some(&b"y"[..]));
+    drop(txn);
+    env.close_db(second).unwrap();
+
+    // The same in a write txn, whose changes to the reused handle's DB must land in it.
+    let mut txn = env.begin_write().unwrap();
+    let first = txn.open_db(Some("a"), 0).unwrap();
+    assert_eq!(txn.db_stat(first).unwrap().entries, 3);
+    env.close_db(first).unwrap();
+    let second = txn.open_db(Some("b"), 0).unwrap();
+    assert_eq!(second, first);
+    assert_eq!(txn.get(second, b"x").unwrap(), Some(&b"y"[..]));
+    txn.put(second, b"x2", b"y2", 0).unwrap();
+    txn.commit().unwrap();
+    let txn = env.begin_read().unwrap();
+    let b = txn.open_db(Some("b")).unwrap();
+    assert_eq!(txn.db_stat(b).unwrap().entries, 2);
+    env.close_db(b).unwrap();
+    let a = txn.open_db(Some("a")).unwrap();
+    assert_eq!(txn.db_stat(a).unwrap().entries, 3);
+    txn.check().unwrap();
+    drop(txn);
+    env.close_db(a).unwrap();
+
+    // A write txn changes "a", its handle is closed and reused for "b", which it changes
+    // too: both changes are committed, each to its own DB.
+    let mut txn = env.begin_write().unwrap();
+    let first = txn.open_db(Some("a"), 0).unwrap();
+    txn.put(first, b"k", b"v4", 0).unwrap();
+    env.close_db(first).unwrap();
+    let second = txn.open_db(Some("b"), 0).unwrap();
+    assert_eq!(second, first);
+    txn.put(second, b"x3", b"y3", 0).unwrap();
+    assert_eq!(txn.db_stat(second).unwrap().entries, 3);
+    txn.commit().unwrap();
+    let txn = env.begin_read().unwrap();
+    let b = txn.open_db(Some("b")).unwrap();
+    assert_eq!(txn.db_stat(b).unwrap().entries, 3);
+    env.close_db(b).unwrap();
+    let a = txn.open_db(Some("a")).unwrap();
+    assert_eq!(txn.db_stat(a).unwrap().entries, 4);
+    assert_eq!(
+        txn.db_flags(a).unwrap() & db_flags::DUP_SORT,
+        db_flags::DUP_SORT
+    );
+    txn.check().unwrap();
+}
