@@ -529,6 +529,8 @@ impl Env {
     /// Map size, last page, last txn and reader counts.
     pub fn info(&self) -> Result<EnvInfo> {
         let meta = self.inner.latest_meta()?;
+        // Before `pages_freed_after` takes a reader slot of its own for its look-up.
+        let num_readers = self.inner.lock.num_readers() as u32;
         let oldest = self.inner.lock.oldest_reader();
         let (oldest_reader_lag, pinned_pages) = match oldest {
             Some(snapshot) if snapshot < meta.txnid => {
@@ -541,7 +543,7 @@ impl Env {
             last_pgno: meta.last_pgno,
             last_txnid: meta.txnid,
             max_readers: self.inner.lock.max_readers() as u32,
-            num_readers: self.inner.lock.num_readers() as u32,
+            num_readers,
             oldest_reader_lag,
             pinned_pages,
         })

@@ -631,6 +631,9 @@ fn info_reports_a_long_lived_reader() {
     let info = env.info().unwrap();
     assert_eq!(info.oldest_reader_lag, 5);
     assert!(info.pinned_pages > 100, "{info:?}");
+    // As LMDB counts them: the one live reader (not the look-up `info` made for the
+    // pinned pages).
+    assert_eq!(info.num_readers, 1, "{info:?}");
     drop(reader);
     let info = env.info().unwrap();
     assert_eq!((info.oldest_reader_lag, info.pinned_pages), (0, 0));
