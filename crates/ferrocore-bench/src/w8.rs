@@ -49,7 +49,14 @@ pub enum Op {
 }
 
 impl Op {
-    const ALL: [Op; 6] = [Op::Put, Op::Get, Op::Next, Op::Append, Op::Index, Op::Commit];
+    const ALL: [Op; 6] = [
+        Op::Put,
+        Op::Get,
+        Op::Next,
+        Op::Append,
+        Op::Index,
+        Op::Commit,
+    ];
 
     fn label(self) -> &'static str {
         match self {
