@@ -92,17 +92,23 @@ pub fn decode_idl(value: &[u8], pgno_for_errors: u64) -> Result<Vec<u64>> {
 
 /// Encodes an IDL (pages must already be sorted descending), padded to `len` bytes.
 pub fn encode_idl(pages: &[u64], len: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_idl_into(pages, len, &mut out);
+    out
+}
+
+/// [`encode_idl`] into `out` (its old content replaced), reusing its allocation.
+pub fn encode_idl_into(pages: &[u64], len: usize, out: &mut Vec<u8>) {
     debug_assert!(
         pages.windows(2).all(|w| w[0] > w[1]),
         "IDL must be strictly descending"
     );
-    let mut out = vec![0u8; len.max(8 * (pages.len() + 1))];
-    let (count, rest) = out.split_at_mut(8);
-    count.copy_from_slice(&(pages.len() as u64).to_le_bytes());
-    for (slot, p) in rest.chunks_exact_mut(8).zip(pages) {
-        slot.copy_from_slice(&p.to_le_bytes());
-    }
-    out
+    out.clear();
+    out.reserve(len.max(8 * (pages.len() + 1)));
+    out.extend_from_slice(&(pages.len() as u64).to_le_bytes());
+    out.extend(pages.iter().flat_map(|p| p.to_le_bytes()));
+    // The slack, zeroed (only the bytes past the pages).
+    out.resize(len.max(out.len()), 0);
 }
 
 /// Finds the next reclaimable record: returns its key and pages.
@@ -192,6 +198,7 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
     }
     .touch_to(&key)?;
     let mut written: Option<Vec<u64>> = None;
+    let mut value = Vec::new();
     let mut record_len = 0;
     let mut shrink_tried = false;
     for round in 0..64 {
@@ -232,7 +239,7 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
         } else if needed > record_len || needed + 2 * page_size < record_len {
             record_len = slack_len(needed, page_size);
         }
-        let value = encode_idl(&all, record_len);
+        encode_idl_into(&all, record_len, &mut value);
         let mut tree = TreeMut {
             store: &mut *pages,
             db: &mut *free_db,

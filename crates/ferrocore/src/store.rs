@@ -159,6 +159,9 @@ pub struct DirtyPages<'e> {
     dirty: PgnoMap<Box<[u8]>>,
     /// Single-page buffers kept for reuse (across commits too).
     spare: Vec<Box<[u8]>>,
+    /// A few multi-page buffers kept for reuse (overflow runs, such as a large free-list
+    /// record that every commit rewrites).
+    spare_runs: Vec<Box<[u8]>>,
     /// Free pages and their provenance.
     pub free: FreePages,
     /// Where the next free-DB record to reclaim is looked for.
@@ -190,6 +193,12 @@ impl<'e> DirtyPages<'e> {
         spare: Vec<Box<[u8]>>,
         reclaim: crate::freelist::Reclaim,
     ) -> Self {
+        // `take_spare` put the runs last.
+        let mut spare = spare;
+        let mut spare_runs = Vec::new();
+        while spare.last().is_some_and(|b| b.len() != page_size) {
+            spare_runs.extend(spare.pop());
+        }
         DirtyPages {
             map,
             page_size,
@@ -198,6 +207,7 @@ impl<'e> DirtyPages<'e> {
             max_pgno,
             dirty: PgnoMap::default(),
             spare,
+            spare_runs,
             free: FreePages::default(),
             reclaim,
             nested: Vec::new(),
@@ -216,16 +226,24 @@ impl<'e> DirtyPages<'e> {
         v
     }
 
-    /// Drops every dirty page, returning single-page buffers for the next transaction.
+    /// Drops every dirty page, returning buffers for the next transaction: single pages
+    /// (up to 4,096), then a few runs of up to 16 pages.
     pub fn take_spare(&mut self) -> Vec<Box<[u8]>> {
         const KEEP: usize = 4096;
+        const KEEP_RUNS: usize = 8;
         let ps = self.page_size;
         for (_, b) in self.dirty.drain() {
-            if b.len() == ps && self.spare.len() < KEEP {
-                self.spare.push(b);
+            if b.len() == ps {
+                if self.spare.len() < KEEP {
+                    self.spare.push(b);
+                }
+            } else if b.len() <= 16 * ps && self.spare_runs.len() < KEEP_RUNS {
+                self.spare_runs.push(b);
             }
         }
-        std::mem::take(&mut self.spare)
+        let mut spare = std::mem::take(&mut self.spare);
+        spare.append(&mut self.spare_runs);
+        spare
     }
 
     fn new_buffer(&mut self, count: usize) -> Box<[u8]> {
@@ -233,6 +251,12 @@ impl<'e> DirtyPages<'e> {
             if let Some(b) = self.spare.pop() {
                 return b;
             }
+        } else if let Some(i) = self
+            .spare_runs
+            .iter()
+            .position(|b| b.len() == count * self.page_size)
+        {
+            return self.spare_runs.swap_remove(i);
         }
         vec![0u8; count * self.page_size].into_boxed_slice()
     }
