@@ -3,7 +3,9 @@
 //! gets (one read txn), W5's scan (one read txn, every entry), W2's sorted APPEND puts
 //! (txns of 1,000), W7's indexed entries (a record plus 10 DUPSORT index values each,
 //! txns of 1,000) and W6's one-put commits without the sync (on N entries), with collection switched on only inside [`ferrobench_measure`], so key
-//! generation, opening and the untimed loads before the reads are not counted. Instructions (Ir) / N is the figure: it does not move with
+//! generation, opening and the untimed loads before the reads are not counted. It also
+//! counts the calls to malloc, calloc and realloc in the same window (LMDB's C code and
+//! Rust's allocator both end there). Instructions (Ir) / N is the figure: it does not move with
 //! machine noise. System calls (pwrite, fsync, mmap faults) run in the kernel and are not
 //! counted.
 
@@ -155,6 +157,43 @@ struct Row {
     n: u64,
     instructions: u64,
     per_op: f64,
+    /// Calls to malloc, calloc and realloc while measuring (C and Rust code alike: Rust's
+    /// allocator calls libc's).
+    allocations: u64,
+}
+
+/// Calls to libc's malloc, calloc and realloc recorded in a callgrind output file. In its
+/// format a call is a `cfn=` line naming the callee (as "(id) name" the first time, then
+/// as "(id)") followed by a `calls=COUNT ...` line.
+fn alloc_calls(path: &std::path::Path) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut names: std::collections::HashMap<&str, &str> = Default::default();
+    let mut callee_is_alloc = false;
+    let mut total = 0;
+    for line in text.lines() {
+        let (is_callee, rest) = match (line.strip_prefix("cfn="), line.strip_prefix("fn=")) {
+            (Some(rest), _) => (true, rest),
+            (None, Some(rest)) => (false, rest),
+            (None, None) => {
+                if let Some(calls) = line.strip_prefix("calls=") {
+                    if callee_is_alloc {
+                        total += calls.split_whitespace().next()?.parse::<u64>().ok()?;
+                    }
+                    callee_is_alloc = false;
+                }
+                continue;
+            }
+        };
+        let name = match rest.split_once(' ') {
+            Some((id, name)) => {
+                names.insert(id, name);
+                name
+            }
+            None => names.get(rest).copied().unwrap_or(""),
+        };
+        callee_is_alloc = is_callee && matches!(name, "malloc" | "calloc" | "realloc");
+    }
+    Some(total)
 }
 
 /// Total Ir from a callgrind output file ("totals:" or "summary:" line).
@@ -218,14 +257,19 @@ pub fn run(args: &W8Args) {
                 .expect("run valgrind");
             assert!(status.success(), "callgrind run failed: {status}");
             let ir = total_ir(&out).expect("no totals in callgrind output");
+            let allocations = alloc_calls(&out).expect("callgrind output");
             let per_op = ir as f64 / args.n as f64;
-            eprintln!(" {per_op:.0} instructions/op");
+            eprintln!(
+                " {per_op:.0} instructions/op, {:.2} allocations/op",
+                allocations as f64 / args.n as f64
+            );
             rows.push(Row {
                 engine,
                 op,
                 n: args.n,
                 instructions: ir,
                 per_op,
+                allocations,
             });
         }
     }
@@ -266,6 +310,35 @@ pub fn run(args: &W8Args) {
             }
         };
         let cells: Vec<String> = Op::ALL.iter().map(|&op| cell(op)).collect();
+        if args.markdown {
+            println!(
+                "{sep} {} {sep} {} {sep}",
+                e.label(),
+                cells.join(&format!(" {sep} "))
+            );
+        } else {
+            let cells: Vec<String> = cells.iter().map(|c| format!("{c:>18}")).collect();
+            println!("{:<16} {}", e.label(), cells.join(" "));
+        }
+    }
+    // Allocations per op, the same layout.
+    if args.markdown {
+        println!("\nAllocations (calls to malloc, calloc, realloc) per operation:\n");
+        println!("| engine | {} |", Op::ALL.map(|op| op.label()).join(" | "));
+        println!("|---|{}", "---:|".repeat(Op::ALL.len()));
+    } else {
+        println!("\nallocations (malloc, calloc, realloc calls) per operation");
+    }
+    for &e in &engines {
+        let cells: Vec<String> = Op::ALL
+            .iter()
+            .map(|&op| {
+                format!(
+                    "{:.2}",
+                    find(e, op).unwrap().allocations as f64 / args.n as f64
+                )
+            })
+            .collect();
         if args.markdown {
             println!(
                 "{sep} {} {sep} {} {sep}",
