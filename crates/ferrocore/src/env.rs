@@ -636,6 +636,15 @@ impl Env {
         self.begin_read()?.copy_to(out)
     }
 
+    /// Writes the latest snapshot to `out` as a compacted data file (`mdb_env_copyfd2` with
+    /// `MDB_CP_COMPACT`): only the pages its trees reach, renumbered from page 2, and an
+    /// empty free DB (docs/FORMAT.md §13). Readers and the writer go on meanwhile; the copy
+    /// holds a read txn while it runs. A damaged snapshot gives `Corrupted` (or
+    /// `PageNotFound`), and then what was written is not a usable file.
+    pub fn copy_compact_to(&self, out: &mut dyn std::io::Write) -> Result<()> {
+        crate::compact::copy_txn(&self.begin_read()?, out)
+    }
+
     /// Marks the environment failed: every later txn gets `Panic` until it is reopened
     /// (the C ABI does this when a panic is caught at its boundary).
     pub fn mark_failed(&self) {

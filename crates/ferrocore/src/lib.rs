@@ -33,6 +33,7 @@
 pub mod btree;
 pub mod catalog;
 pub mod check;
+pub mod compact;
 pub mod cursor;
 pub mod detached;
 pub mod dupsort;
