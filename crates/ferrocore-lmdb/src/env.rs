@@ -359,8 +359,8 @@ pub unsafe extern "C" fn mdb_env_copy(env: *mut MDB_env, path: *const c_char) ->
 }
 
 /// Copies the environment to `path` (a directory, or the file itself under
-/// `MDB_NOSUBDIR`), which must not exist yet (`mdb_env_copy2`). `MDB_CP_COMPACT` is
-/// accepted and makes a plain copy (free pages included): see the crate README.
+/// `MDB_NOSUBDIR`), which must not exist yet (`mdb_env_copy2`). With `MDB_CP_COMPACT` the
+/// copy holds only the pages in use, renumbered, and no free pages.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_copy2(
     env: *mut MDB_env,
@@ -385,7 +385,7 @@ pub unsafe extern "C" fn mdb_env_copy2(
             .mode(0o644)
             .open(&target)
             .map_err(|err| err.raw_os_error().unwrap_or(libc::EIO))?;
-        e.copy_to(&mut file).rc()?;
+        copy(e, &mut file, flags).rc()?;
         io(file.flush())?;
         io(file.sync_all())
     })
@@ -408,10 +408,19 @@ pub unsafe extern "C" fn mdb_env_copyfd2(env: *mut MDB_env, fd: c_int, flags: c_
         }
         // SAFETY: the caller lends an open descriptor; ManuallyDrop keeps it open.
         let mut file = ManuallyDrop::new(File::from_raw_fd(fd));
-        e.copy_to(&mut *file).rc()?;
+        copy(e, &mut *file, flags).rc()?;
         file.flush()
             .map_err(|err| err.raw_os_error().unwrap_or(libc::EIO))
     })
+}
+
+/// The copy `mdb_env_copy2` and `mdb_env_copyfd2` write: compacted with `MDB_CP_COMPACT`.
+fn copy(e: &Env, out: &mut dyn std::io::Write, flags: c_uint) -> ferrocore::Result<()> {
+    if flags & MDB_CP_COMPACT != 0 {
+        e.copy_compact_to(out)
+    } else {
+        e.copy_to(out)
+    }
 }
 
 /// Lists the reader table through `func`, in LMDB's format (`mdb_reader_list`).

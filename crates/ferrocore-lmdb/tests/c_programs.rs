@@ -91,3 +91,9 @@ fn passes_on_real_lmdb_and_ferrocore(name: &str) {
 fn multiple_put_reports_values_stored_on_every_return() {
     passes_on_real_lmdb_and_ferrocore("multiple");
 }
+
+/// `mdb_env_copy2`/`mdb_env_copyfd2` with `MDB_CP_COMPACT`: no free pages, the same data.
+#[test]
+fn compact_copy_has_no_free_pages() {
+    passes_on_real_lmdb_and_ferrocore("compact");
+}
