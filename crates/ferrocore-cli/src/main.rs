@@ -8,6 +8,8 @@
 //!   `mdb_dump` writes them.
 //! - `ferrocore load [-f FILE] [-n] [-s NAME] [-N] [-T] PATH`: that text back into an
 //!   environment, as `mdb_load`, in one write txn.
+//! - `ferrocore copy [-c] [-n] [-v] SRC [DST]`: copies the data file, as `mdb_copy`; `-c`
+//!   compacts it (no free pages), `-v` copies the snapshot before the latest.
 //! - `ferrocore drop [-d] [-s NAME] [-n] PATH`: empties a DB, or deletes a named one, as
 //!   `mdb_drop`.
 //! - `ferrocore check [-n] PATH`: verifies every page, the free list and the tree
@@ -17,6 +19,7 @@
 //! `--version`) prints the version, after any command as well.
 
 mod check;
+mod copy;
 mod demo;
 mod drop;
 mod dump;
@@ -51,6 +54,7 @@ enum Command {
     Stat(stat::Args),
     Dump(dump::Args),
     Load(load::Args),
+    Copy(copy::Args),
     Drop(drop::Args),
     Check(check::Args),
 }
@@ -62,6 +66,7 @@ fn main() -> ExitCode {
         Command::Stat(args) => stat::run(&args),
         Command::Dump(args) => dump::run(&args),
         Command::Load(args) => load::run(&args),
+        Command::Copy(args) => copy::run(&args),
         Command::Drop(args) => drop::run(&args),
         Command::Check(args) => check::run(&args),
     };
