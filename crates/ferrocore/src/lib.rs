@@ -24,7 +24,7 @@
 //! `catalog` (named DBs and their orders), `freelist` (free pages), `txn` (transactions and
 //! commit), `env` (open, stat, info), `seqcache` (lock-free caches shared by txns), `io`
 //! (the map), `lock` (LMDB 0.9's lock file: reader table, writer mutex, one descriptor per
-//! process), `check` (integrity checker).
+//! process), `check` (integrity checker), `compact` (the compacting copy).
 
 // `unsafe` lives only in `io` (the map), `lock` (the shared lock file) and `env` (the
 // contract of `open`, `sysconf`); everything else works on safe, bounds-checked views.
