@@ -11,7 +11,8 @@
 //! and, as in LMDB, never shrinks back. Values are at most `max_key_size` bytes (they are
 //! keys of the sub-tree) and are ordered by the DB's duplicate comparator.
 //!
-//! DUPFIXED (LEAF2 pages) is not supported yet: such databases are refused when opened.
+//! DUPFIXED DBs keep their values as LEAF2 pages: packed, fixed-size values without node
+//! headers, in sub-pages and in the leaves of sub-DBs (docs/FORMAT.md §10).
 
 use crate::btree::{self, KeyCmp, PutMode, TreeMut};
 use crate::cursor::Position;
