@@ -389,6 +389,11 @@ fn check_node_kind(existing: u16, wanted: u16) -> Result<()> {
     Ok(())
 }
 
+thread_local! {
+    /// A split's scratch: the new node, the page's nodes, and the separator key.
+    static SPLIT_SCRATCH: std::cell::RefCell<(Nodes, Nodes, Vec<u8>)> = Default::default();
+}
+
 /// Nodes copied out of pages in their stored form (header, key, data), packed in one
 /// buffer: what splits and merges rebuild pages from, without an allocation per node.
 #[derive(Default)]
@@ -410,15 +415,27 @@ impl Nodes {
     }
 
     fn from_page(page: &PageView<'_>) -> Result<Nodes> {
-        let mut nodes = Nodes {
-            bytes: Vec::with_capacity(page.bytes().len()),
-            spans: Vec::with_capacity(page.num_keys() + 1),
-            fixed: page.fixed_size(),
-        };
-        for i in 0..page.num_keys() {
-            nodes.push_raw(page.node_raw(i)?);
-        }
+        let mut nodes = Nodes::default();
+        nodes.refill(page)?;
         Ok(nodes)
+    }
+
+    /// Empties the list for nodes of pages like `page`, keeping its allocations.
+    fn reset_like(&mut self, page: &PageView<'_>) {
+        self.bytes.clear();
+        self.spans.clear();
+        self.fixed = page.fixed_size();
+    }
+
+    /// Replaces the list with `page`'s nodes, keeping its allocations.
+    fn refill(&mut self, page: &PageView<'_>) -> Result<()> {
+        self.reset_like(page);
+        self.bytes.reserve(page.bytes().len());
+        self.spans.reserve(page.num_keys() + 1);
+        for i in 0..page.num_keys() {
+            self.push_raw(page.node_raw(i)?);
+        }
+        Ok(())
     }
 
     fn len(&self) -> usize {
@@ -837,21 +854,47 @@ impl<S: PageStore> TreeMut<'_, S> {
     fn split_insert(
         &mut self,
         path: &Path,
+        level: usize,
+        idx: usize,
+        key: &[u8],
+        value: NodeValue<'_>,
+        append: bool,
+    ) -> Result<()> {
+        // The node lists a split copies pages through, reused from split to split (a
+        // split allocated a few buffers each time; write txns split often).
+        let mut scratch = SPLIT_SCRATCH.with(|s| s.take());
+        let (pending, nodes, separator) = &mut scratch;
+        let r = self.split_insert_with(
+            path, level, idx, key, value, append, pending, nodes, separator,
+        );
+        SPLIT_SCRATCH.with(|s| s.replace(scratch));
+        r
+    }
+
+    /// [`TreeMut::split_insert`] with its scratch lists.
+    #[allow(clippy::too_many_arguments)]
+    fn split_insert_with(
+        &mut self,
+        path: &Path,
         mut level: usize,
         mut idx: usize,
         key: &[u8],
         value: NodeValue<'_>,
         append: bool,
+        pending: &mut Nodes,
+        nodes: &mut Nodes,
+        separator: &mut Vec<u8>,
     ) -> Result<()> {
         let capacity = self.page_size() - PAGE_HEADER_SIZE;
         // The new node in the stored form of the page it goes to (LEAF2 pages store keys only).
         let leaf = view(&*self.store, path.pgno[level])?;
         let (leaf_keys, leaf_flags) = (leaf.num_keys(), leaf.flags());
-        let mut pending = Nodes::like(&leaf);
+        pending.reset_like(&leaf);
         pending.push_value(key, value);
         loop {
             let pgno = path.pgno[level];
-            let (right, separator, branch) = if append
+            separator.clear();
+            let (right, branch) = if append
                 && level == path.leaf_level()
                 && idx == leaf_keys
                 && leaf_flags & page_flags::LEAF2 == 0
@@ -863,24 +906,26 @@ impl<S: PageStore> TreeMut<'_, S> {
                 edit::init(buf, right, leaf_flags);
                 let ok = edit::insert_node(buf, 0, key, value);
                 assert!(ok, "a node of at most node_max bytes fits an empty page");
-                (right, key.to_vec(), false)
+                separator.extend_from_slice(key);
+                (right, false)
             } else {
-                let (mut nodes, flags, n) = {
+                let (flags, n) = {
                     let page = view(&*self.store, pgno)?;
-                    (Nodes::from_page(&page)?, page.flags(), page.num_keys())
+                    nodes.refill(&page)?;
+                    (page.flags(), page.num_keys())
                 };
                 let branch = flags & page_flags::BRANCH != 0;
                 nodes.push_raw(pending.raw(0));
                 nodes.move_last_to(idx);
-                let sp = choose_split(&nodes, branch, capacity, idx == n)?;
-                let separator = nodes.key(sp).to_vec();
+                let sp = choose_split(nodes, branch, capacity, idx == n)?;
+                separator.extend_from_slice(nodes.key(sp));
                 if branch {
                     nodes.set_branch_key(sp, &[]);
                 }
                 let right = self.store.alloc(1)?;
                 nodes.write_page(self.store.dirty_mut(pgno), pgno, flags, 0..sp);
                 nodes.write_page(self.store.dirty_mut(right), right, flags, sp..nodes.len());
-                (right, separator, branch)
+                (right, branch)
             };
             if branch {
                 self.db.branch_pages += 1;
@@ -892,7 +937,7 @@ impl<S: PageStore> TreeMut<'_, S> {
                 let buf = self.store.dirty_mut(root);
                 edit::init(buf, root, page_flags::BRANCH);
                 let ok = edit::insert_node(buf, 0, &[], NodeValue::Child(pgno))
-                    && edit::insert_node(buf, 1, &separator, NodeValue::Child(right));
+                    && edit::insert_node(buf, 1, separator, NodeValue::Child(right));
                 assert!(ok, "two nodes fit an empty branch page");
                 self.db.root = root;
                 self.db.depth += 1;
@@ -907,15 +952,18 @@ impl<S: PageStore> TreeMut<'_, S> {
             if edit::insert_node(
                 self.store.dirty_mut(parent),
                 pidx,
-                &separator,
+                separator,
                 NodeValue::Child(right),
             ) {
                 return Ok(());
             }
             level -= 1;
             idx = pidx;
-            pending = Nodes::default();
-            pending.push_value(&separator, NodeValue::Child(right));
+            // The separator goes into the parent: a branch node (never LEAF2).
+            pending.bytes.clear();
+            pending.spans.clear();
+            pending.fixed = 0;
+            pending.push_value(separator, NodeValue::Child(right));
         }
     }
 
