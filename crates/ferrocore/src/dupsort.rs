@@ -76,22 +76,28 @@ fn subpage_size(values: &[&[u8]]) -> usize {
 /// the values), or for DUPFIXED (`fixed` = the value size) a LEAF2 sub-page of the values
 /// packed after the header.
 pub fn encode_subpage(values: &[&[u8]], fixed: Option<usize>) -> Vec<u8> {
+    let mut buf = Vec::new();
+    encode_subpage_into(values, fixed, &mut buf);
+    buf
+}
+
+/// [`encode_subpage`] into `buf` (its old content replaced), reusing its allocation.
+pub fn encode_subpage_into(values: &[&[u8]], fixed: Option<usize>, buf: &mut Vec<u8>) {
     let sub = page_flags::LEAF | page_flags::DIRTY | page_flags::SUBP;
-    let mut buf = match fixed {
+    buf.clear();
+    match fixed {
         Some(size) => {
-            let mut buf = vec![0u8; PAGE_HEADER_SIZE + values.len() * size];
-            edit::init_leaf2(&mut buf, 0, sub | page_flags::LEAF2, size);
-            buf
+            buf.resize(PAGE_HEADER_SIZE + values.len() * size, 0);
+            edit::init_leaf2(buf, 0, sub | page_flags::LEAF2, size);
         }
         None => {
-            let mut buf = vec![0u8; subpage_size(values)];
-            edit::init(&mut buf, 0, sub);
-            buf
+            buf.resize(subpage_size(values), 0);
+            edit::init(buf, 0, sub);
         }
-    };
+    }
     for (i, v) in values.iter().enumerate() {
         let ok = edit::insert_node(
-            &mut buf,
+            buf,
             i,
             v,
             NodeValue::Inline {
@@ -101,8 +107,7 @@ pub fn encode_subpage(values: &[&[u8]], fixed: Option<usize>) -> Vec<u8> {
         );
         assert!(ok, "sub-page sized for its values");
     }
-    debug_assert_eq!(edit::free_space(&buf), 0);
-    buf
+    debug_assert_eq!(edit::free_space(buf), 0);
 }
 
 /// The values of a sub-page, in order.
@@ -340,11 +345,22 @@ impl<S: PageStore> DupTree<'_, S> {
             }
         }
         match dups {
-            Dups::Single(v) => Ok(match self.dcmp.compare(v, value) {
-                std::cmp::Ordering::Equal => PutPlan::Present,
-                std::cmp::Ordering::Less => PutPlan::Values(vec![v.to_vec(), value.to_vec()]),
-                std::cmp::Ordering::Greater => PutPlan::Values(vec![value.to_vec(), v.to_vec()]),
-            }),
+            Dups::Single(v) => {
+                let pair = match self.dcmp.compare(v, value) {
+                    std::cmp::Ordering::Equal => return Ok(PutPlan::Present),
+                    std::cmp::Ordering::Less => [v, value],
+                    std::cmp::Ordering::Greater => [value, v],
+                };
+                // The single value becomes a set of two: a sub-page, built in the scratch
+                // buffer, if it fits the node (else `store_values` makes a sub-DB).
+                let fixed = self.is_fixed().then_some(value.len());
+                encode_subpage_into(&pair, fixed, scratch);
+                if NODE_HEADER_SIZE + key.len() + scratch.len() <= node_max(src.page_size()) {
+                    Ok(PutPlan::SubPage)
+                } else {
+                    Ok(PutPlan::Values(pair.map(<[u8]>::to_vec).to_vec()))
+                }
+            }
             Dups::SubPage(sub) => {
                 let (mut lo, mut hi) = (0, sub.num_keys());
                 while lo < hi {
