@@ -197,7 +197,10 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
         cmp: KeyCmp::Integer,
     }
     .touch_to(&key)?;
+    // The list as the last round wrote it (`None`: nothing written yet), and the buffers
+    // each round builds the list in (reused from round to round).
     let mut written: Option<Vec<u64>> = None;
+    let (mut merged, mut all) = (Vec::new(), Vec::new());
     let mut value = Vec::new();
     let mut record_len = 0;
     let mut shrink_tried = false;
@@ -211,10 +214,9 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
         );
         free.loose.sort_unstable_by(|a, b| b.cmp(a));
         free.freed.sort_unstable_by(|a, b| b.cmp(a));
-        let total = free.loose.len() + free.pool.len() + free.freed.len();
-        let mut merged = Vec::with_capacity(free.loose.len() + free.pool.len());
+        merged.clear();
         crate::store::merge_descending(&free.loose, &free.pool, &mut merged);
-        let mut all = Vec::with_capacity(total);
+        all.clear();
         crate::store::merge_descending(&merged, &free.freed, &mut all);
         debug_assert!(all.windows(2).all(|w| w[0] != w[1]), "a page is free twice");
         let needed = 8 * (all.len() + 1);
@@ -246,7 +248,9 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
             cmp: KeyCmp::Integer,
         };
         tree.put(&key, &value, Default::default())?;
-        written = Some(all);
+        // Keep this round's list; the previous one's buffer builds the next.
+        let previous = written.replace(std::mem::take(&mut all));
+        all = previous.unwrap_or_default();
     }
     Err(Error::Panic("free list did not settle while saving"))
 }

@@ -297,6 +297,10 @@ impl<'e> DirtyPages<'e> {
         if !pages.windows(2).all(|w| w[0] > w[1]) {
             pages.sort_unstable_by(|a, b| b.cmp(a));
         }
+        if self.free.pool.is_empty() {
+            self.free.pool = pages;
+            return;
+        }
         let pool = std::mem::take(&mut self.free.pool);
         self.free.pool.reserve(pool.len() + pages.len());
         merge_descending(&pool, &pages, &mut self.free.pool);
