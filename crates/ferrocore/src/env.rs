@@ -241,8 +241,8 @@ pub(crate) struct EnvInner {
     /// Per named DB (index `dbi - 2`): its latest record, keyed by the txnid from which it
     /// holds, so read txns find it without searching the main DB.
     pub record_cache: Box<[crate::seqcache::Slot<6>]>,
-    /// Page buffers kept between write txns.
-    pub spare_pages: Mutex<Vec<Box<[u8]>>>,
+    /// Page buffers and the dirty-page table kept between write txns.
+    pub spare_pages: Mutex<crate::store::SpareBuffers>,
     /// Set when a commit failed part way: the environment must be reopened.
     pub failed: AtomicBool,
     /// The fork generation the environment was opened in (see [`crate::lock::fork`]).
@@ -495,7 +495,7 @@ impl Env {
                 meta_cache: Default::default(),
                 record_cache: (0..opts.max_dbs).map(|_| Default::default()).collect(),
                 map_size_explicit: AtomicBool::new(file.explicit),
-                spare_pages: Mutex::new(Vec::new()),
+                spare_pages: Mutex::new(Default::default()),
                 failed: AtomicBool::new(false),
                 fork_generation: fork::generation(),
                 txn_serial: AtomicU64::new(0),

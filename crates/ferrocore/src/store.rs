@@ -134,6 +134,16 @@ pub fn merge_descending(a: &[u64], b: &[u64], out: &mut Vec<u64>) {
     out.extend_from_slice(long);
 }
 
+/// What a write txn leaves to the next one so that it allocates less: page buffers and
+/// the dirty-page map's table (emptied).
+#[derive(Default)]
+pub struct SpareBuffers {
+    /// Single pages (up to 4,096), then a few runs of up to 16 pages.
+    pages: Vec<Box<[u8]>>,
+    /// An empty dirty-page map with the capacity the last txn needed.
+    dirty: PgnoMap<Box<[u8]>>,
+}
+
 /// Free pages known to the write transaction, and where they came from.
 #[derive(Default, Debug, Clone)]
 pub struct FreePages {
@@ -190,11 +200,15 @@ impl<'e> DirtyPages<'e> {
         page_size: usize,
         last_pgno: u64,
         max_pgno: u64,
-        spare: Vec<Box<[u8]>>,
+        spare: SpareBuffers,
         reclaim: crate::freelist::Reclaim,
     ) -> Self {
+        let SpareBuffers {
+            pages: mut spare,
+            dirty,
+        } = spare;
+        debug_assert!(dirty.is_empty());
         // `take_spare` put the runs last.
-        let mut spare = spare;
         let mut spare_runs = Vec::new();
         while spare.last().is_some_and(|b| b.len() != page_size) {
             spare_runs.extend(spare.pop());
@@ -205,7 +219,7 @@ impl<'e> DirtyPages<'e> {
             snapshot_end: last_pgno + 1,
             next_pgno: last_pgno + 1,
             max_pgno,
-            dirty: PgnoMap::default(),
+            dirty,
             spare,
             spare_runs,
             free: FreePages::default(),
@@ -228,7 +242,7 @@ impl<'e> DirtyPages<'e> {
 
     /// Drops every dirty page, returning buffers for the next transaction: single pages
     /// (up to 4,096), then a few runs of up to 16 pages.
-    pub fn take_spare(&mut self) -> Vec<Box<[u8]>> {
+    pub fn take_spare(&mut self) -> SpareBuffers {
         const KEEP: usize = 4096;
         const KEEP_RUNS: usize = 8;
         let ps = self.page_size;
@@ -241,9 +255,12 @@ impl<'e> DirtyPages<'e> {
                 self.spare_runs.push(b);
             }
         }
-        let mut spare = std::mem::take(&mut self.spare);
-        spare.append(&mut self.spare_runs);
-        spare
+        let mut pages = std::mem::take(&mut self.spare);
+        pages.append(&mut self.spare_runs);
+        SpareBuffers {
+            pages,
+            dirty: std::mem::take(&mut self.dirty),
+        }
     }
 
     fn new_buffer(&mut self, count: usize) -> Box<[u8]> {
