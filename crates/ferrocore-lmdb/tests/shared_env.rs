@@ -148,6 +148,38 @@ fn writers_of_both_libraries_take_turns() {
     }
 }
 
+/// Processes of both libraries open and close the environment again and again while the
+/// others do: whoever finds itself alone re-initialises the lock table, as in LMDB, while
+/// the others wait for it. Every open succeeds and every increment counts.
+#[test]
+fn processes_of_both_libraries_open_and_close_at_the_same_time() {
+    let Some(shared) = Shared::build() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (procs, each) = (4, 50);
+    let children: Vec<(Lib, Child)> = (0..procs)
+        .map(|i| {
+            let lib = if i % 2 == 0 { Lmdb } else { Ferrocore };
+            let each = each.to_string();
+            let child = shared.cmd(lib, dir.path(), &["open-incr", &each]).spawn();
+            (lib, child.unwrap())
+        })
+        .collect();
+    for (lib, child) in children {
+        let what = format!("{lib:?} open-incr");
+        expect_success(&what, child.wait_with_output().unwrap());
+    }
+    for lib in [Lmdb, Ferrocore] {
+        let total = shared.run(lib, dir.path(), &["counter"]);
+        assert_eq!(
+            total.trim(),
+            (procs * each).to_string(),
+            "as {lib:?} reads it"
+        );
+    }
+}
+
 /// A read txn of either library keeps its snapshot, at the same addresses, while a
 /// writer of the other rewrites every key many times over (and would reuse its pages if
 /// the reader were not pinning them); a new txn then sees the writer's commits.

@@ -3,6 +3,8 @@
  * LMDB 0.9 and, through LD_LIBRARY_PATH, on ferrocore's liblmdb.so.0, in every mix.
  *
  *   shared DIR incr N               N write txns, each adds 1 to the counter
+ *   shared DIR open-incr N          N times: open the environment, add 1 to the counter in
+ *                                   one write txn, close it
  *   shared DIR counter              prints the counter
  *   shared DIR churn N              N write txns, each rewrites every key "k000".."k199"
  *   shared DIR snapshot READY GO    reads every key in one read txn, creates READY, waits
@@ -130,6 +132,20 @@ int main(int argc, char **argv) {
 		OK(mdb_txn_commit(txn));
 		free(buf);
 		mdb_env_close(env);
+		return 0;
+	}
+
+	if (!strcmp(role, "open-incr") && argc == 4) {
+		long n = strtol(argv[3], NULL, 10);
+		for (long i = 0; i < n; i++) {
+			MDB_env *env = open_env(dir, 64 << 20);
+			OK(mdb_txn_begin(env, NULL, 0, &txn));
+			unsigned long long c = read_counter(txn) + 1;
+			MDB_val k = val("counter", 7), d = val(&c, sizeof c);
+			OK(mdb_put(txn, main_dbi(txn), &k, &d, 0));
+			OK(mdb_txn_commit(txn));
+			mdb_env_close(env);
+		}
 		return 0;
 	}
 
