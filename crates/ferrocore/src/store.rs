@@ -138,7 +138,7 @@ pub fn merge_descending(a: &[u64], b: &[u64], out: &mut Vec<u64>) {
 /// the dirty-page map's table (emptied).
 #[derive(Default)]
 pub struct SpareBuffers {
-    /// Single pages (up to 4,096), then a few runs of up to 16 pages.
+    /// Single pages (up to 128 MiB of them), then a few runs of up to 16 pages.
     pages: Vec<Box<[u8]>>,
     /// An empty dirty-page map with the capacity the last txn needed.
     dirty: PgnoMap<Box<[u8]>>,
@@ -241,14 +241,17 @@ impl<'e> DirtyPages<'e> {
     }
 
     /// Drops every dirty page, returning buffers for the next transaction: single pages
-    /// (up to 4,096), then a few runs of up to 16 pages.
+    /// (as many as this txn dirtied, up to 128 MiB of them), then a few runs of up to 16
+    /// pages. A large txn thus hands its buffers to the next one instead of each allocating
+    /// (and zeroing) pages anew; a huge one (a bulk load) does not pin its memory forever.
     pub fn take_spare(&mut self) -> SpareBuffers {
-        const KEEP: usize = 4096;
+        const KEEP_BYTES: usize = 128 << 20;
         const KEEP_RUNS: usize = 8;
         let ps = self.page_size;
+        let keep = KEEP_BYTES / ps;
         for (_, b) in self.dirty.drain() {
             if b.len() == ps {
-                if self.spare.len() < KEEP {
+                if self.spare.len() < keep {
                     self.spare.push(b);
                 }
             } else if b.len() <= 16 * ps && self.spare_runs.len() < KEEP_RUNS {
