@@ -226,6 +226,7 @@ impl DetachedCursor {
     /// `MDB_GET_MULTIPLE` on a key whose values the cursor has moved past succeeds with
     /// nothing to return, as in LMDB: then [`DetachedCursor::value_untouched`] is true and
     /// the value returned is empty.
+    #[inline]
     pub fn get<'t>(
         &mut self,
         txn: TxnRef<'t, '_>,
@@ -234,9 +235,8 @@ impl DetachedCursor {
         value: Option<&[u8]>,
     ) -> Result<Option<Item<'t>>> {
         if let TxnRef::Read(r) = txn {
-            if self.leaf_shape.0 != r.id() {
-                self.leaf_shape = (r.id(), None);
-            } else if op == CursorOp::Next && self.core.next_on_same_leaf() {
+            if self.leaf_shape.0 == r.id() && op == CursorOp::Next && self.core.next_on_same_leaf()
+            {
                 // A scan's common step, with nothing to catch up on (a read txn) and no
                 // mark to clear (next_on_same_leaf saw none).
                 self.value_untouched = false;
@@ -248,6 +248,22 @@ impl DetachedCursor {
                     Err(Error::NotFound) => Ok(None),
                     Err(e) => Err(e),
                 };
+            }
+        }
+        self.get_general(txn, op, key, value)
+    }
+
+    /// [`DetachedCursor::get`] for everything but a read cursor's step along its leaf.
+    fn get_general<'t>(
+        &mut self,
+        txn: TxnRef<'t, '_>,
+        op: CursorOp,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> Result<Option<Item<'t>>> {
+        if let TxnRef::Read(r) = txn {
+            if self.leaf_shape.0 != r.id() {
+                self.leaf_shape = (r.id(), None);
             }
         }
         self.catch_up(txn)?;
