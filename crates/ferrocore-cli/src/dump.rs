@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use ferrocore::{Database, ReadTxn};
 
-use crate::envpath::{self, EnvPath, Named};
+use crate::envpath::{self, EnvPath};
 use crate::failure::{Failure, Outcome};
 use crate::output::Output;
 use crate::text::{self, FLAG_NAMES};
@@ -106,24 +106,13 @@ fn dump_all(
             at.path.display()
         )));
     }
-    let mut unopenable = None;
-    for candidate in &names {
-        match envpath::open_named(txn, candidate).map_err(|e| at.failure(e))? {
-            Named::Db(name, _) if args.list => out.line(&name)?,
-            Named::Db(name, db) => dump_db(at, txn, db, Some(&name), figures, args.print, out)?,
-            Named::NotADb => {}
-            // Dump the others, then fail: the dump is incomplete.
-            Named::NotUtf8(name) => {
-                let failure = envpath::not_utf8(&at.path, &name);
-                eprintln!("ferrocore: {failure}");
-                unopenable.get_or_insert(failure);
-            }
+    envpath::each_named_db(at, txn, &names, |name, db| {
+        if args.list {
+            out.line(&name)
+        } else {
+            dump_db(at, txn, db, Some(&name), figures, args.print, out)
         }
-    }
-    match unopenable {
-        None => Ok(()),
-        Some(failure) => Err(failure),
-    }
+    })
 }
 
 /// One section: header, data lines, `DATA=END`.

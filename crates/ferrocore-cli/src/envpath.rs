@@ -195,6 +195,30 @@ pub fn open_named(txn: &ReadTxn<'_>, candidate: &Candidate) -> ferrocore::Result
     }
 }
 
+/// Runs `f` on every named DB among `candidates` (keys that are not DBs skipped, as the
+/// LMDB tools skip them). A DB that cannot be opened (a name that is not UTF-8) is
+/// reported and the walk goes on; it then fails, since its output is incomplete.
+pub fn each_named_db(
+    at: &EnvPath,
+    txn: &ReadTxn<'_>,
+    candidates: &[Candidate],
+    mut f: impl FnMut(String, Database) -> Outcome,
+) -> Outcome {
+    let mut unopenable = None;
+    for candidate in candidates {
+        match open_named(txn, candidate).map_err(|e| at.failure(e))? {
+            Named::Db(name, db) => f(name, db)?,
+            Named::NotADb => {}
+            Named::NotUtf8(name) => {
+                let failure = not_utf8(&at.path, &name);
+                eprintln!("ferrocore: {failure}");
+                unopenable.get_or_insert(failure);
+            }
+        }
+    }
+    unopenable.map_or(Ok(()), Err)
+}
+
 /// The failure for a DB name ferrocore cannot open.
 pub fn not_utf8(path: &Path, name: &[u8]) -> Failure {
     let hex: String = name.iter().map(|b| format!("{b:02x}")).collect();

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use ferrocore::{Database, Env, EnvInfo, ReadTxn, Stat};
 
-use crate::envpath::{self, EnvPath, Named};
+use crate::envpath::{self, EnvPath};
 use crate::failure::{Failure, Outcome};
 use crate::output::Output;
 
@@ -239,24 +239,10 @@ fn free_record_lines(txnid: u64, pages: &[u64], runs: bool, out: &mut Output) ->
 
 /// `-a`: every named DB after the main DB.
 fn all_dbs(at: &EnvPath, txn: &ReadTxn<'_>, out: &mut Output) -> Outcome {
-    let mut unopenable = None;
-    for candidate in envpath::candidate_names(txn).map_err(|e| at.failure(e))? {
-        match envpath::open_named(txn, &candidate).map_err(|e| at.failure(e))? {
-            Named::Db(name, db) => {
-                let stat = txn.db_stat(db).map_err(|e| at.failure(e))?;
-                out.line(format!("Status of {name}"))?;
-                db_figures(&stat, out)?;
-            }
-            Named::NotADb => {}
-            Named::NotUtf8(name) => {
-                let failure = envpath::not_utf8(&at.path, &name);
-                eprintln!("ferrocore: {failure}");
-                unopenable.get_or_insert(failure);
-            }
-        }
-    }
-    match unopenable {
-        None => Ok(()),
-        Some(failure) => Err(failure),
-    }
+    let candidates = envpath::candidate_names(txn).map_err(|e| at.failure(e))?;
+    envpath::each_named_db(at, txn, &candidates, |name, db| {
+        let stat = txn.db_stat(db).map_err(|e| at.failure(e))?;
+        out.line(format!("Status of {name}"))?;
+        db_figures(&stat, out)
+    })
 }

@@ -95,6 +95,26 @@ impl Shared {
         }
         child
     }
+
+    /// Starts `resize-wait` with a 1 MiB map and waits until it is ready; it goes on once
+    /// the returned file exists.
+    fn resize_wait(&self, lib: Lib, dir: &Path) -> (Child, PathBuf) {
+        let (ready, go) = (dir.join("ready"), dir.join("go"));
+        let args = [
+            "resize-wait",
+            "1048576",
+            ready.to_str().unwrap(),
+            go.to_str().unwrap(),
+        ];
+        (self.start(lib, dir, &args, &ready), go)
+    }
+
+    /// Starts one of the roles that take only a ready file (`hold-open`, `hold-read`,
+    /// `hold-write`), and waits until it is ready.
+    fn hold(&self, lib: Lib, dir: &Path, role: &str) -> Child {
+        let ready = dir.join(format!("{role}-{lib:?}.ready"));
+        self.start(lib, dir, &[role, ready.to_str().unwrap()], &ready)
+    }
 }
 
 fn expect_success(what: &str, out: Output) -> String {
@@ -216,20 +236,9 @@ fn a_writer_of_either_library_killed_mid_txn_releases_the_lock_to_the_other() {
     };
     for (dead, next) in PAIRS {
         let dir = tempfile::tempdir().unwrap();
-        let (ready, kept) = (dir.path().join("ready"), dir.path().join("kept"));
         shared.run(next, dir.path(), &["put", "before"]);
-        let keeper = shared.start(
-            next,
-            dir.path(),
-            &["hold-open", kept.to_str().unwrap()],
-            &kept,
-        );
-        let holder = shared.start(
-            dead,
-            dir.path(),
-            &["hold-write", ready.to_str().unwrap()],
-            &ready,
-        );
+        let keeper = shared.hold(next, dir.path(), "hold-open");
+        let holder = shared.hold(dead, dir.path(), "hold-write");
         kill(holder);
         shared.run(next, dir.path(), &["put", "after"]);
         shared.run(dead, dir.path(), &["put", "again"]);
@@ -251,20 +260,9 @@ fn readers_of_either_library_are_listed_and_cleared_by_the_other() {
     };
     for (dead, checker) in PAIRS {
         let dir = tempfile::tempdir().unwrap();
-        let (ready, kept) = (dir.path().join("ready"), dir.path().join("kept"));
         shared.run(checker, dir.path(), &["put", "k"]);
-        let keeper = shared.start(
-            checker,
-            dir.path(),
-            &["hold-open", kept.to_str().unwrap()],
-            &kept,
-        );
-        let holder = shared.start(
-            dead,
-            dir.path(),
-            &["hold-read", ready.to_str().unwrap()],
-            &ready,
-        );
+        let keeper = shared.hold(checker, dir.path(), "hold-open");
+        let holder = shared.hold(dead, dir.path(), "hold-read");
         let pid = holder.id().to_string();
         let lists = |list: &str| {
             list.lines()
@@ -303,18 +301,7 @@ fn a_map_outgrown_by_the_other_library_is_map_resized() {
     };
     for (waiter, grower) in PAIRS {
         let dir = tempfile::tempdir().unwrap();
-        let (ready, go) = (dir.path().join("ready"), dir.path().join("go"));
-        let waiting = shared.start(
-            waiter,
-            dir.path(),
-            &[
-                "resize-wait",
-                "1048576",
-                ready.to_str().unwrap(),
-                go.to_str().unwrap(),
-            ],
-            &ready,
-        );
+        let (waiting, go) = shared.resize_wait(waiter, dir.path());
         shared.run(grower, dir.path(), &["grow", "8388608", "4194304"]);
         std::fs::write(&go, b"").unwrap();
         let what = format!("{waiter:?} after {grower:?} grew the map");
@@ -333,18 +320,7 @@ fn lmdb_sees_ferrocores_growing_map_as_map_resized() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let (ready, go) = (dir.path().join("ready"), dir.path().join("go"));
-    let waiting = shared.start(
-        Lmdb,
-        dir.path(),
-        &[
-            "resize-wait",
-            "1048576",
-            ready.to_str().unwrap(),
-            go.to_str().unwrap(),
-        ],
-        &ready,
-    );
+    let (waiting, go) = shared.resize_wait(Lmdb, dir.path());
     {
         // SAFETY: the only other process is LMDB, which shares the lock file.
         let env = unsafe { ferrocore::Env::open(dir.path()) }.unwrap();

@@ -472,6 +472,17 @@ impl LockFile {
     /// Finds them without the reader-table mutex, then clears each dead process's slots
     /// under it, after checking again that the pid was not reused meanwhile (as LMDB).
     pub fn clear_stale_readers(&self) -> Result<usize> {
+        self.sweep_dead_readers(false)
+    }
+
+    /// [`LockFile::clear_stale_readers`] for a caller that holds the reader-table mutex.
+    fn clear_stale_readers_locked(&self) -> Result<usize> {
+        self.sweep_dead_readers(true)
+    }
+
+    /// Clears the slots of dead processes. `table_held`: the caller holds the reader-table
+    /// mutex; otherwise it is taken for each dead pid found, and the pid checked again.
+    fn sweep_dead_readers(&self, table_held: bool) -> Result<usize> {
         let mut cleared = 0;
         let mut checked: Vec<u32> = Vec::new();
         for i in 0..self.num_readers() {
@@ -483,26 +494,13 @@ impl LockFile {
             if self.is_alive(pid)? {
                 continue;
             }
-            let _table = self.lock_reader_table()?;
-            if !self.is_alive(pid)? {
+            if table_held {
                 cleared += self.clear_slots_of(pid, i);
-            }
-        }
-        Ok(cleared)
-    }
-
-    /// [`LockFile::clear_stale_readers`] for a caller that holds the reader-table mutex.
-    fn clear_stale_readers_locked(&self) -> Result<usize> {
-        let mut cleared = 0;
-        let mut checked: Vec<u32> = Vec::new();
-        for i in 0..self.num_readers() {
-            let pid = self.slot_pid(i).load(Ordering::Acquire);
-            if pid == 0 || pid == self.pid || checked.contains(&pid) {
-                continue;
-            }
-            checked.push(pid);
-            if !self.is_alive(pid)? {
-                cleared += self.clear_slots_of(pid, i);
+            } else {
+                let _table = self.lock_reader_table()?;
+                if !self.is_alive(pid)? {
+                    cleared += self.clear_slots_of(pid, i);
+                }
             }
         }
         Ok(cleared)

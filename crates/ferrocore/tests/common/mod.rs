@@ -79,27 +79,6 @@ pub mod lmdb {
             Env::open_inner(path, map_size, None)
         }
 
-        /// Opens the environment in directory `path`, main DB only; LMDB's error code if
-        /// `mdb_env_open` fails.
-        pub fn try_open(path: &Path, map_size: usize) -> Result<Env, i32> {
-            let mut raw = ptr::null_mut();
-            // SAFETY: out-pointer to a local.
-            check(unsafe { ffi::mdb_env_create(&mut raw) }, "mdb_env_create");
-            // From here Drop calls mdb_env_close, also when open fails (as LMDB requires).
-            let env = Env { env: raw };
-            // SAFETY: valid env handle, not yet opened.
-            check(
-                unsafe { ffi::mdb_env_set_mapsize(env.env, map_size) },
-                "mdb_env_set_mapsize",
-            );
-            let cpath = CString::new(path.as_os_str().as_bytes()).expect("path without NUL");
-            // SAFETY: valid env handle and NUL-terminated path.
-            match unsafe { ffi::mdb_env_open(env.env, cpath.as_ptr(), ffi::MDB_NOTLS, 0o644) } {
-                ffi::MDB_SUCCESS => Ok(env),
-                rc => Err(rc),
-            }
-        }
-
         /// Opens (creating if needed) the environment in directory `path`, with room for
         /// `max_dbs` named DBs (`mdb_env_set_maxdbs` must come before `mdb_env_open`).
         pub fn open_with_max_dbs(path: &Path, map_size: usize, max_dbs: u32) -> Env {
@@ -107,6 +86,17 @@ pub mod lmdb {
         }
 
         fn open_inner(path: &Path, map_size: usize, max_dbs: Option<u32>) -> Env {
+            Env::try_open_inner(path, map_size, max_dbs)
+                .unwrap_or_else(|rc| panic!("mdb_env_open failed: {rc}"))
+        }
+
+        /// Opens the environment in directory `path`, main DB only; LMDB's error code if
+        /// `mdb_env_open` fails.
+        pub fn try_open(path: &Path, map_size: usize) -> Result<Env, i32> {
+            Env::try_open_inner(path, map_size, None)
+        }
+
+        fn try_open_inner(path: &Path, map_size: usize, max_dbs: Option<u32>) -> Result<Env, i32> {
             let mut raw = ptr::null_mut();
             // SAFETY: out-pointer to a local.
             check(unsafe { ffi::mdb_env_create(&mut raw) }, "mdb_env_create");
@@ -126,11 +116,10 @@ pub mod lmdb {
             }
             let cpath = CString::new(path.as_os_str().as_bytes()).expect("path without NUL");
             // SAFETY: valid env handle and NUL-terminated path.
-            check(
-                unsafe { ffi::mdb_env_open(env.env, cpath.as_ptr(), ffi::MDB_NOTLS, 0o644) },
-                "mdb_env_open",
-            );
-            env
+            match unsafe { ffi::mdb_env_open(env.env, cpath.as_ptr(), ffi::MDB_NOTLS, 0o644) } {
+                ffi::MDB_SUCCESS => Ok(env),
+                rc => Err(rc),
+            }
         }
 
         pub fn begin(&self, write: bool) -> Txn<'_> {
