@@ -68,7 +68,7 @@ pub fn copy_previous(env: &Env, out: &mut dyn Write, compact: bool) -> Result<()
     if prev.txnid >= latest.txnid {
         return Err(Error::NotFound);
     }
-    let file_pages = inner.data.metadata()?.len() / ps as u64;
+    let file_pages = inner.data.len()? / ps as u64;
     let mapped_pages = (inner.map.len() / ps) as u64;
     if !prev.fits_file(file_pages.min(mapped_pages)) {
         return Err(Error::corrupted(

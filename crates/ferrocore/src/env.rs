@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use crate::error::{Error, Result};
-use crate::io::{self, Map, DEFAULT_RESERVATION};
+use crate::io::{DataFile, Map, OsFile, DEFAULT_RESERVATION};
 use crate::lock::fork;
 use crate::lock::registry::{self, LockHandle};
 use crate::meta::{self, Meta, META_WRITE_SIZE};
@@ -72,6 +72,20 @@ pub struct EnvOptions {
     max_dbs: u32,
     grow_map: bool,
     file_mode: u32,
+    data_file: Option<DataFileWrapper>,
+}
+
+/// Puts a [`DataFile`] of the application's around the data file the environment opens.
+type WrapFn = dyn Fn(File) -> std::io::Result<Box<dyn DataFile>> + Send + Sync;
+
+/// The wrapper `EnvOptions::data_file` installs.
+#[derive(Clone)]
+struct DataFileWrapper(std::sync::Arc<WrapFn>);
+
+impl std::fmt::Debug for DataFileWrapper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DataFileWrapper(..)")
+    }
 }
 
 impl Default for EnvOptions {
@@ -85,6 +99,7 @@ impl Default for EnvOptions {
             max_dbs: 0,
             grow_map: true,
             file_mode: 0o644,
+            data_file: None,
         }
     }
 }
@@ -114,6 +129,19 @@ impl EnvOptions {
     /// umask applies), as `mdb_env_open`'s `mode`.
     pub fn file_mode(&mut self, mode: u32) -> &mut Self {
         self.file_mode = mode;
+        self
+    }
+
+    /// Sends every write, flush and length change of the data file through the
+    /// [`DataFile`] that `wrap` makes of it, instead of through [`OsFile`]: for tests
+    /// that inject faults or cut the power ([`crate::io::fault::FaultInjector`]), or to
+    /// count or trace the I/O. `wrap` gets the file as the environment opened it and must
+    /// write through to it (the environment reads through a map of that file).
+    pub fn data_file(
+        &mut self,
+        wrap: impl Fn(File) -> std::io::Result<Box<dyn DataFile>> + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.data_file = Some(DataFileWrapper(std::sync::Arc::new(wrap)));
         self
     }
 
@@ -214,7 +242,8 @@ pub struct EnvInfo {
 /// State shared by every transaction of an environment.
 pub(crate) struct EnvInner {
     pub path: PathBuf,
-    pub data: File,
+    /// The data file: every write, flush and length change goes through it.
+    pub data: Box<dyn DataFile>,
     pub map: Map,
     /// This process's share of the lock file (every open of the environment in the
     /// process shares one).
@@ -243,7 +272,8 @@ pub(crate) struct EnvInner {
     pub record_cache: Box<[crate::seqcache::Slot<6>]>,
     /// Page buffers and the dirty-page table kept between write txns.
     pub spare_pages: Mutex<crate::store::SpareBuffers>,
-    /// Set when a commit failed part way: the environment must be reopened.
+    /// Set when a commit failed at a step that poisons (see [`crate::commit`]) or a panic
+    /// was caught at the C ABI: write txns are refused until the environment is reopened.
     pub failed: AtomicBool,
     /// The fork generation the environment was opened in (see [`crate::lock::fork`]).
     pub fork_generation: u64,
@@ -254,8 +284,8 @@ pub(crate) struct EnvInner {
 }
 
 /// What opening the data file found.
-struct DataFile {
-    data: File,
+struct OpenedData {
+    data: Box<dyn DataFile>,
     map: Map,
     page_size: usize,
     /// The newest valid meta.
@@ -404,14 +434,18 @@ impl Env {
         opts: &EnvOptions,
         read_only: bool,
         alone: bool,
-    ) -> Result<DataFile> {
+    ) -> Result<OpenedData> {
         let data = OpenOptions::new()
             .read(true)
             .write(!read_only)
             .create(!read_only)
             .mode(opts.file_mode)
             .open(data_path)?;
-        let len = data.metadata()?.len();
+        let data = match &opts.data_file {
+            Some(wrap) => (wrap.0)(data)?,
+            None => Box::new(OsFile::new(data)),
+        };
+        let len = data.len()?;
         let (page_size, current) = if len == 0 {
             if read_only {
                 return Err(Error::Invalid("empty data file opened read-only"));
@@ -431,8 +465,8 @@ impl Env {
                 page[which as usize * ps..which as usize * ps + META_WRITE_SIZE]
                     .copy_from_slice(&buf);
             }
-            data.write_all_at(&page, 0)?;
-            io::sync_data(&data)?;
+            data.write_at(0, &page)?;
+            data.sync_data()?;
             (ps, meta)
         } else {
             // A writer in another process may be committing while this process reads: a
@@ -442,7 +476,7 @@ impl Env {
             let tries = if alone { 1 } else { 8 };
             let mut attempt = 1;
             loop {
-                match read_current_meta(&data) {
+                match read_current_meta(data.file()) {
                     Ok(chosen) => break chosen,
                     Err(e @ (Error::Io(_) | Error::VersionMismatch { .. })) => return Err(e),
                     Err(e) if attempt >= tries => return Err(e),
@@ -460,8 +494,8 @@ impl Env {
             None => current.map_size.max(LMDB_DEFAULT_MAP_SIZE),
         };
         let reservation = (map_size as usize).max(DEFAULT_RESERVATION);
-        let map = Map::new(&data, reservation, (map_size as usize).max(used as usize))?;
-        Ok(DataFile {
+        let map = Map::new(data.file(), reservation, (map_size as usize).max(used as usize))?;
+        Ok(OpenedData {
             data,
             map,
             page_size,
@@ -471,7 +505,7 @@ impl Env {
         })
     }
 
-    fn from_parts(path: &Path, opts: &EnvOptions, file: DataFile, lock: LockHandle) -> Env {
+    fn from_parts(path: &Path, opts: &EnvOptions, file: OpenedData, lock: LockHandle) -> Env {
         let max_key_size = if opts.long_keys {
             long_key_max(file.page_size)
         } else {
@@ -645,15 +679,16 @@ impl Env {
         crate::compact::copy_txn(&self.begin_read()?, out)
     }
 
-    /// Marks the environment failed: every later txn gets `Panic` until it is reopened
-    /// (the C ABI does this when a panic is caught at its boundary).
+    /// Marks the environment failed: every later write txn gets `Panic` until it is
+    /// reopened; read txns keep working (the C ABI does this when a panic is caught at its
+    /// boundary, and a commit does it when a flush or the meta write fails).
     pub fn mark_failed(&self) {
         self.inner.failed.store(true, Ordering::Release);
     }
 
     /// The data file's descriptor (`mdb_env_get_fd`).
     pub fn data_fd(&self) -> std::os::unix::io::RawFd {
-        std::os::unix::io::AsRawFd::as_raw_fd(&self.inner.data)
+        std::os::unix::io::AsRawFd::as_raw_fd(self.inner.data.file())
     }
 
     /// Flushes the data file to disk (needed after commits under `NO_SYNC`).
@@ -661,7 +696,7 @@ impl Env {
         if self.inner.flags.load(Ordering::Relaxed) & env_flags::READ_ONLY != 0 {
             return Err(Error::Io(std::io::Error::from_raw_os_error(libc::EACCES)));
         }
-        io::sync_data(&self.inner.data)?;
+        self.inner.data.sync_data()?;
         Ok(())
     }
 
@@ -799,7 +834,7 @@ impl EnvInner {
                 which,
             )
         };
-        let file_pages = self.data.metadata()?.len() / self.page_size as u64;
+        let file_pages = self.data.len()? / self.page_size as u64;
         let newest = meta::choose(decode(0), decode(1), file_pages)?;
         self.lock.txnid_cell().store(newest.txnid, Ordering::SeqCst);
         self.lock.writer_recovered()

@@ -7,6 +7,8 @@
 use std::fmt;
 use std::io;
 
+use crate::commit::CommitStep;
+
 /// Result alias used throughout ferrocore.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -60,6 +62,12 @@ pub enum Error {
     InvalidArgument(&'static str),
     /// An operating system error.
     Io(io::Error),
+    /// A commit failed at `step` with the OS error `source`; the txn must be aborted, and
+    /// if [`CommitStep::failure_poisons`] the environment refuses writes until reopened.
+    Commit {
+        step: CommitStep,
+        source: io::Error,
+    },
 }
 
 impl Error {
@@ -86,7 +94,7 @@ impl Error {
             Error::BadValSize { .. } => -30781,
             Error::BadDbi => -30780,
             Error::InvalidArgument(_) => libc::EINVAL,
-            Error::Io(e) => e.raw_os_error().unwrap_or(libc::EIO),
+            Error::Io(e) | Error::Commit { source: e, .. } => e.raw_os_error().unwrap_or(libc::EIO),
         }
     }
 
@@ -130,6 +138,14 @@ impl fmt::Display for Error {
             Error::BadDbi => write!(f, "MDB_BAD_DBI: The specified DBI handle was closed/changed unexpectedly"),
             Error::InvalidArgument(why) => write!(f, "Invalid argument: {why}"),
             Error::Io(e) => write!(f, "I/O error: {e}"),
+            Error::Commit { step, source } => {
+                let after = if step.failure_poisons() {
+                    "the environment refuses writes until it is reopened"
+                } else {
+                    "the last commit stands"
+                };
+                write!(f, "commit failed {}: {source}; {after}", step.describe())
+            }
         }
     }
 }
@@ -137,7 +153,7 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Io(e) => Some(e),
+            Error::Io(e) | Error::Commit { source: e, .. } => Some(e),
             _ => None,
         }
     }

@@ -33,6 +33,7 @@
 pub mod btree;
 pub mod catalog;
 pub mod check;
+pub mod commit;
 pub mod compact;
 pub mod cursor;
 pub mod detached;
@@ -51,6 +52,7 @@ pub mod seqcache;
 pub mod store;
 pub mod txn;
 
+pub use commit::CommitStep;
 pub use detached::{CursorOp, DetachedCursor, TxnRef};
 pub use env::{env_flags, long_key_max, Env, EnvInfo, EnvOptions, Stat};
 pub use error::{Error, Result};

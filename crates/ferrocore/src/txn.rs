@@ -23,7 +23,7 @@ use crate::dupsort::{self, DupTree};
 use crate::env::{env_flags, EnvInner, Stat};
 use crate::error::{Error, Result};
 use crate::freelist::{self, Reclaim};
-use crate::io;
+use crate::commit;
 use crate::lock::mutex::Locked;
 use crate::lock::LockFile;
 use crate::meta::{DbRecord, Meta, META_WRITE_SIZE};
@@ -299,9 +299,8 @@ impl Drop for ReaderSlot<'_> {
 
 /// Publishes a snapshot in `slot` and reads its meta.
 fn take_snapshot(env: &EnvInner, slot: &ReaderSlot<'_>) -> Result<Meta> {
-    if env.failed.load(Ordering::Acquire) {
-        return Err(Error::Panic("a commit failed; reopen the environment"));
-    }
+    // A poisoned environment (`env.failed`) still reads: every snapshot a reader can take
+    // was committed whole, and reads never build on unflushed pages.
     env.check_not_forked()?;
     loop {
         let t = env.lock.begin_snapshot(slot.index);
@@ -1529,41 +1528,10 @@ impl<'env> WriteTxn<'env> {
         }
         freelist::save(&mut self.pages, &mut self.free_db, self.txnid)?;
         let env = self.env;
-        let ps = env.page_size;
-        let flags = env.flags.load(Ordering::Relaxed);
-        // Data pages, in page order, each contiguous run in vectored writes of at most
-        // io::MAX_WRITE_BYTES.
-        {
-            let dirty = self.pages.sorted_dirty();
-            let mut i = 0;
-            while i < dirty.len() {
-                let start = dirty[i].0;
-                let mut end = start + (dirty[i].1.len() / ps) as u64;
-                let mut j = i + 1;
-                while j < dirty.len() && dirty[j].0 == end {
-                    end += (dirty[j].1.len() / ps) as u64;
-                    j += 1;
-                }
-                let run = dirty[i..j].iter().map(|&(_, b)| b);
-                io::write_vectored_at(&env.data, start * ps as u64, run)?;
-                i = j;
-            }
-        }
-        // The file must cover every page the meta counts, even pages allocated and freed
-        // again within this txn (they were never written): open rejects a meta whose last
-        // page lies past the end of the file.
         let next_pgno = self.pages.next_pgno;
-        let needed = next_pgno * ps as u64;
-        if env.file_len.load(Ordering::Acquire) < needed {
-            let actual = env.data.metadata()?.len();
-            if actual < needed {
-                env.data.set_len(needed)?;
-            }
-            env.file_len.store(needed.max(actual), Ordering::Release);
-        }
-        if flags & env_flags::NO_SYNC == 0 {
-            io::sync_data(&env.data)?;
-        }
+        commit::grow_file(env, next_pgno)?;
+        commit::write_data(env, &self.pages.sorted_dirty())?;
+        commit::flush_data(env)?;
         let meta = Meta {
             address: self.base.address,
             map_size: env.map_size_for(next_pgno),
@@ -1572,24 +1540,8 @@ impl<'env> WriteTxn<'env> {
             last_pgno: next_pgno - 1,
             txnid: self.txnid,
         };
-        let which = self.txnid & 1;
-        let mut buf = [0u8; META_WRITE_SIZE];
-        meta.encode(which, &mut buf);
-        // From here a failure leaves the meta page in doubt: the environment stops.
-        let meta_written =
-            std::os::unix::fs::FileExt::write_all_at(&env.data, &buf, which * ps as u64).and_then(
-                |_| {
-                    if flags & (env_flags::NO_SYNC | env_flags::NO_META_SYNC) == 0 {
-                        io::sync_data(&env.data)
-                    } else {
-                        Ok(())
-                    }
-                },
-            );
-        if let Err(e) = meta_written {
-            env.failed.store(true, Ordering::Release);
-            return Err(e.into());
-        }
+        debug_assert!(meta.txnid > self.base.txnid, "txn ids only increase");
+        commit::write_and_flush_meta(env, &meta)?;
         // Before readers can see this txn, the record cache learns the new versions, and the
         // environment that this process wrote it.
         self.publish_records(&changed);

@@ -1,108 +1,88 @@
-//! The data file: its memory map for reading, positioned and vectored writes, flushes.
+//! The data file as the commit writes it: the [`DataFile`] seam, and [`OsFile`], the real
+//! file behind it.
 //!
-//! This is one of the two places (with `lock`) where ferrocore uses `unsafe`: the map is a
-//! raw pointer into a shared file mapping. The map reserves a large range of address space
-//! once, at open, and is never moved while the environment is open; the file grows under it
-//! as the writer appends pages, so no reader ever sees its mapping change.
-//!
-//! Contract with the user (stated on `Env::open`): nothing outside ferrocore truncates or
-//! rewrites the data file while it is open. ferrocore only hands out slices of pages that
-//! lie below the snapshot's last page, which the writer wrote (and the kernel placed in the
-//! page cache) before it published that snapshot.
+//! Every write, flush and length change the engine makes to the data file goes through a
+//! `DataFile`: the commit's data pages, its meta page, the two metas of a new file and
+//! `Env::sync`. Reads do not: read txns read the memory map of the file underneath
+//! ([`DataFile::file`]), which shows every write this process made. Tests put a
+//! fault-injecting implementation ([`super::fault`]) in the seam to cut the power or fail
+//! a call at any point of a commit.
 
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 
-/// Address space reserved for the map when the application sets no limit: 1 TiB. Shared
-/// read-only file mappings cost no memory until touched, only address space.
-pub const DEFAULT_RESERVATION: usize = 1 << 40;
+/// The data file, as the engine changes it. Implementations must write through to
+/// [`DataFile::file`] (the engine maps that file and reads what it wrote from the map), and
+/// may add what they like around it: fault injection, counting, tracing.
+#[allow(clippy::len_without_is_empty)] // an open data file always holds its two metas
+pub trait DataFile: Send + Sync {
+    /// The file underneath: mapped for reads, and its descriptor is `mdb_env_get_fd`'s.
+    fn file(&self) -> &File;
 
-/// A read-only shared mapping of the data file.
-pub struct Map {
-    ptr: *mut u8,
-    len: usize,
-}
+    /// Writes `bufs` one after another from `offset` on, all of them or an error.
+    fn write_vectored_at(
+        &self,
+        offset: u64,
+        bufs: &mut dyn Iterator<Item = &[u8]>,
+    ) -> io::Result<()>;
 
-// SAFETY: the mapping is read-only memory shared with the page cache; concurrent reads from
-// many threads are fine, and the pointer itself is never mutated after creation.
-unsafe impl Send for Map {}
-// SAFETY: see above.
-unsafe impl Sync for Map {}
-
-impl Map {
-    /// Maps `len` bytes of `file` read-only (the file may be shorter: the tail is reserved).
-    /// If the kernel refuses that much address space, smaller reservations are tried, down
-    /// to `min_len`.
-    pub fn new(file: &File, len: usize, min_len: usize) -> io::Result<Map> {
-        let mut want = len.max(min_len);
-        loop {
-            // SAFETY: a fresh shared read-only mapping at an address the kernel chooses;
-            // no existing memory is affected. Failure is reported as MAP_FAILED.
-            let ptr = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    want,
-                    libc::PROT_READ,
-                    libc::MAP_SHARED,
-                    file.as_raw_fd(),
-                    0,
-                )
-            };
-            if ptr != libc::MAP_FAILED {
-                return Ok(Map {
-                    ptr: ptr.cast(),
-                    len: want,
-                });
-            }
-            let err = io::Error::last_os_error();
-            // ENOMEM (address space limits) or EINVAL (e.g. under valgrind, which caps
-            // mappings): try a smaller reservation.
-            if want <= min_len
-                || !matches!(err.raw_os_error(), Some(libc::ENOMEM) | Some(libc::EINVAL))
-            {
-                return Err(err);
-            }
-            want = (want / 8).max(min_len);
-        }
+    /// Writes `buf` at `offset`, all of it or an error.
+    fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        self.write_vectored_at(offset, &mut std::iter::once(buf))
     }
 
-    /// Bytes of address space mapped.
-    pub fn len(&self) -> usize {
-        self.len
-    }
+    /// Makes every write so far durable (`fdatasync`): the data and the length needed to
+    /// read it back.
+    fn sync_data(&self) -> io::Result<()>;
 
-    /// True if nothing is mapped (never, in practice).
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
+    /// Sets the file's length (the commit only ever grows it).
+    fn set_len(&self, len: u64) -> io::Result<()>;
 
-    /// The bytes at `offset..offset+len` of the file.
-    ///
-    /// Panics if the range is outside the mapping (callers bound page numbers first, so
-    /// this is a bug check, not input validation). The range must lie within the file;
-    /// callers guarantee it by only asking for pages of a published snapshot.
-    #[inline]
-    pub fn slice(&self, offset: usize, len: usize) -> &[u8] {
-        assert!(
-            offset.checked_add(len).is_some_and(|end| end <= self.len),
-            "map range out of bounds"
-        );
-        // SAFETY: the range lies inside the mapping (checked above), which stays mapped
-        // for the lifetime of `self`; the bytes are within the file (callers' contract),
-        // so reading them cannot fault, and ferrocore never writes through this mapping.
-        unsafe { std::slice::from_raw_parts(self.ptr.add(offset), len) }
+    /// The file's length.
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.file().metadata()?.len())
     }
 }
 
-impl Drop for Map {
-    fn drop(&mut self) {
-        // SAFETY: `ptr`/`len` are exactly what mmap returned; no slice into the map outlives
-        // the environment (transactions borrow it).
-        unsafe {
-            libc::munmap(self.ptr.cast(), self.len);
-        }
+/// The real data file: positioned vectored writes in calls of at most
+/// [`MAX_WRITE_BYTES`], and `fdatasync`.
+#[derive(Debug)]
+pub struct OsFile(File);
+
+impl OsFile {
+    /// The seam over `file`, opened for reading and writing.
+    pub fn new(file: File) -> OsFile {
+        OsFile(file)
+    }
+}
+
+impl DataFile for OsFile {
+    fn file(&self) -> &File {
+        &self.0
+    }
+
+    fn write_vectored_at(
+        &self,
+        offset: u64,
+        bufs: &mut dyn Iterator<Item = &[u8]>,
+    ) -> io::Result<()> {
+        for_each_batch(offset, bufs, |at, pieces, len| {
+            write_batch(&self.0, at, pieces, len)
+        })
+    }
+
+    fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        self.0.write_all_at(buf, offset)
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.0.set_len(len)
     }
 }
 
@@ -120,17 +100,6 @@ pub const MAX_WRITE_BYTES: usize = 256 << 10;
 /// Most iovecs in one call. Buffers are whole pages (at least 4 KiB), so a full batch of
 /// them is at most `MAX_WRITE_BYTES`.
 const MAX_IOV: usize = 64;
-
-/// Writes `bufs` contiguously at `offset`, in calls of at most [`MAX_WRITE_BYTES`].
-pub fn write_vectored_at<'a>(
-    file: &File,
-    offset: u64,
-    bufs: impl IntoIterator<Item = &'a [u8]>,
-) -> io::Result<()> {
-    for_each_batch(offset, bufs, |at, pieces, len| {
-        write_batch(file, at, pieces, len)
-    })
-}
 
 /// Cuts `bufs` (to be written from `offset` on) into batches of at most `MAX_IOV` pieces
 /// and [`MAX_WRITE_BYTES`] bytes, splitting a buffer larger than that, and calls `write`
@@ -210,11 +179,6 @@ fn write_batch(file: &File, offset: u64, pieces: &[&[u8]], len: usize) -> io::Re
     Ok(())
 }
 
-/// Flushes the file's data (and the metadata needed to read it back) to stable storage.
-pub fn sync_data(file: &File) -> io::Result<()> {
-    file.sync_data()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,7 +246,9 @@ mod tests {
         bufs.push(buffer(100, 3 * MAX_WRITE_BYTES + 4096));
         bufs.extend((101..140).map(|i| buffer(i, 8192)));
         let refs: Vec<&[u8]> = bufs.iter().map(Vec::as_slice).collect();
-        write_vectored_at(&file, 8192, refs.iter().copied()).unwrap();
+        OsFile::new(file.try_clone().unwrap())
+            .write_vectored_at(8192, &mut refs.iter().copied())
+            .unwrap();
         let want = bufs.concat();
         let mut got = vec![0u8; want.len()];
         file.read_exact_at(&mut got, 8192).unwrap();
