@@ -85,7 +85,9 @@ fn failed(env: &EnvInner, step: CommitStep, source: std::io::Error) -> Error {
 
 /// Step 2: writes `dirty` (page number and buffer, sorted by page number, a buffer of
 /// several pages for an overflow run), each run of adjacent pages in vectored writes.
-pub(crate) fn write_data(env: &EnvInner, dirty: &[(u64, &[u8])]) -> Result<()> {
+/// `in_map` (`WRITE_MAP`): the pages are in place in the map already, and each run is
+/// only announced to the data file (the fault-injecting one records it).
+pub(crate) fn write_data(env: &EnvInner, dirty: &[(u64, &[u8])], in_map: bool) -> Result<()> {
     let ps = env.page_size;
     debug_assert!(dirty.windows(2).all(|w| w[0].0 < w[1].0), "dirty pages sorted");
     let mut i = 0;
@@ -98,10 +100,15 @@ pub(crate) fn write_data(env: &EnvInner, dirty: &[(u64, &[u8])]) -> Result<()> {
             j += 1;
         }
         debug_assert!(j == dirty.len() || dirty[j].0 > end, "dirty buffers overlap");
-        let mut run = dirty[i..j].iter().map(|&(_, b)| b);
-        env.data
-            .write_vectored_at(start * ps as u64, &mut run)
-            .map_err(|e| failed(env, CommitStep::WriteData, e))?;
+        let offset = start * ps as u64;
+        let written = if in_map {
+            env.data
+                .wrote_through_map(offset, ((end - start) as usize) * ps)
+        } else {
+            env.data
+                .write_vectored_at(offset, &mut dirty[i..j].iter().map(|&(_, b)| b))
+        };
+        written.map_err(|e| failed(env, CommitStep::WriteData, e))?;
         i = j;
     }
     Ok(())
@@ -127,9 +134,19 @@ pub(crate) fn grow_file(env: &EnvInner, next_pgno: u64) -> Result<()> {
     Ok(())
 }
 
-/// Step 3: flushes the data pages, unless `NO_SYNC`.
+/// True if commits flush nothing: `NO_SYNC`, or `WRITE_MAP` with `MAP_ASYNC` (LMDB's
+/// asynchronous map flush, which Linux leaves to its writeback).
+fn no_sync(flags: u32) -> bool {
+    flags & env_flags::NO_SYNC != 0
+        || flags & (env_flags::WRITE_MAP | env_flags::MAP_ASYNC)
+            == env_flags::WRITE_MAP | env_flags::MAP_ASYNC
+}
+
+/// Step 3: flushes the data pages, unless `NO_SYNC` (or `WRITE_MAP` with `MAP_ASYNC`).
+/// Under `WRITE_MAP` this is the same `fdatasync`: the kernel writes the map's dirty
+/// pages, and only those (it tracks them), never the whole map.
 pub(crate) fn flush_data(env: &EnvInner) -> Result<()> {
-    if env.flags.load(Ordering::Relaxed) & env_flags::NO_SYNC != 0 {
+    if no_sync(env.flags.load(Ordering::Relaxed)) {
         return Ok(());
     }
     env.data
@@ -138,7 +155,8 @@ pub(crate) fn flush_data(env: &EnvInner) -> Result<()> {
 }
 
 /// Steps 4 and 5: writes `meta` to its page (`txnid & 1`) and flushes it unless
-/// `NO_SYNC` or `NO_META_SYNC`. On failure the page's previous bytes are written back.
+/// `NO_SYNC`, `NO_META_SYNC` or `WRITE_MAP` with `MAP_ASYNC`. The meta is written with
+/// `pwrite` under `WRITE_MAP` too (the page cache is the map's). On failure the page's previous bytes are written back.
 pub(crate) fn write_and_flush_meta(env: &EnvInner, meta: &Meta) -> Result<()> {
     let which = meta.txnid & 1;
     let offset = which * env.page_size as u64;
@@ -152,7 +170,7 @@ pub(crate) fn write_and_flush_meta(env: &EnvInner, meta: &Meta) -> Result<()> {
         .write_at(offset, &buf)
         .map_err(|e| (CommitStep::WriteMeta, e))
         .and_then(|()| {
-            if flags & (env_flags::NO_SYNC | env_flags::NO_META_SYNC) != 0 {
+            if no_sync(flags) || flags & env_flags::NO_META_SYNC != 0 {
                 return Ok(());
             }
             env.data

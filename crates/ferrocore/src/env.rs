@@ -27,15 +27,21 @@ pub mod env_flags {
     pub const FIXED_MAP: u32 = 0x01;
     /// The path names the data file itself; the lock file is `path-lock`.
     pub const NO_SUB_DIR: u32 = 0x4000;
-    /// Don't flush at commit: a crash may lose the last commits (never corrupts).
+    /// Don't flush at commit. A process crash loses nothing; an OS crash or power loss
+    /// may lose the commits since the last `Env::sync` and may leave the newest meta
+    /// pointing at pages that never reached the disk (a damaged database). As LMDB.
     pub const NO_SYNC: u32 = 0x10000;
     /// Open read-only.
     pub const READ_ONLY: u32 = 0x20000;
-    /// Flush data at commit but not the meta page: a crash may lose the last commit.
+    /// Flush data at commit but not the meta page: an OS crash may lose the last commit,
+    /// never corrupts.
     pub const NO_META_SYNC: u32 = 0x40000;
-    /// Accepted; writes go through `pwrite` (a writable map is a later option).
+    /// Write txns build their pages in place in a writable shared map: no copy in memory
+    /// and no write call per page; the commit flushes the dirty pages, then the meta.
+    /// Nested txns are refused (`BadTxn`), as in LMDB. Ignored with `READ_ONLY`.
     pub const WRITE_MAP: u32 = 0x80000;
-    /// Accepted (with WRITE_MAP in LMDB: asynchronous map flushes).
+    /// With `WRITE_MAP`: leave the flush to the kernel's writeback (LMDB's `MS_ASYNC`),
+    /// which makes it `NO_SYNC` as far as an OS crash goes.
     pub const MAP_ASYNC: u32 = 0x100000;
     /// Read txns are not tied to a thread (ferrocore never ties them).
     pub const NO_TLS: u32 = 0x200000;
@@ -494,7 +500,17 @@ impl Env {
             None => current.map_size.max(LMDB_DEFAULT_MAP_SIZE),
         };
         let reservation = (map_size as usize).max(DEFAULT_RESERVATION);
-        let map = Map::new(data.file(), reservation, (map_size as usize).max(used as usize))?;
+        let write_map = opts.flags & env_flags::WRITE_MAP != 0 && !read_only;
+        if write_map && explicit && data.len()? < map_size {
+            // As LMDB: under WRITE_MAP with a map size set, the file is the map's size.
+            data.set_len(map_size)?;
+        }
+        let map = Map::new(
+            data.file(),
+            reservation,
+            (map_size as usize).max(used as usize),
+            write_map,
+        )?;
         Ok(OpenedData {
             data,
             map,
@@ -517,7 +533,12 @@ impl Env {
                 data: file.data,
                 map: file.map,
                 page_size: file.page_size,
-                flags: AtomicU32::new(opts.flags),
+                // As LMDB, a read-only environment ignores WRITE_MAP.
+                flags: AtomicU32::new(if opts.flags & env_flags::READ_ONLY != 0 {
+                    opts.flags & !env_flags::WRITE_MAP
+                } else {
+                    opts.flags
+                }),
                 max_key_size,
                 map_size: AtomicU64::new(file.map_size),
                 file_len: AtomicU64::new(0),

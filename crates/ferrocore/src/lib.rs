@@ -26,8 +26,9 @@
 //! (the map), `lock` (LMDB 0.9's lock file: reader table, writer mutex, one descriptor per
 //! process), `check` (integrity checker), `compact` (the compacting copy).
 
-// `unsafe` lives only in `io` (the map), `lock` (the shared lock file) and `env` (the
-// contract of `open`, `sysconf`); everything else works on safe, bounds-checked views.
+// `unsafe` lives only in `io` (the map), `lock` (the shared lock file), `env` (the
+// contract of `open`, `sysconf`) and one block of `store` (a WRITE_MAP txn's page in the
+// writable map); everything else works on safe, bounds-checked views.
 #![deny(unsafe_code)]
 
 pub mod btree;

@@ -5,12 +5,14 @@
 //! implementations live here: [`SnapshotPages`] for read transactions and [`DirtyPages`]
 //! for the write transaction, which keeps every page it changes in memory until commit
 //! (copy-on-write: a page reachable from a committed meta is never written in place).
+//! Under `WRITE_MAP` the write txn's pages are not in memory but in the writable map
+//! itself, at their own page numbers: pages no reader and no durable meta can reach.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::error::{Error, Result};
-use crate::io::Map;
+use crate::io::{DataFile, Map};
 
 /// Read access to pages by number.
 pub trait PageSource {
@@ -134,6 +136,23 @@ pub fn merge_descending(a: &[u64], b: &[u64], out: &mut Vec<u64>) {
     out.extend_from_slice(long);
 }
 
+/// Where a dirty page's bytes are.
+enum PageBuf {
+    /// In a buffer of the txn's, written to the file at commit.
+    Heap(Box<[u8]>),
+    /// In the writable map at the page's own place (`WRITE_MAP`): this many bytes.
+    Mapped(usize),
+}
+
+impl PageBuf {
+    fn len(&self) -> usize {
+        match self {
+            PageBuf::Heap(b) => b.len(),
+            PageBuf::Mapped(len) => *len,
+        }
+    }
+}
+
 /// What a write txn leaves to the next one so that it allocates less: page buffers and
 /// the dirty-page map's table (emptied).
 #[derive(Default)]
@@ -141,7 +160,37 @@ pub struct SpareBuffers {
     /// Single pages (up to 128 MiB of them), then a few runs of up to 16 pages.
     pages: Vec<Box<[u8]>>,
     /// An empty dirty-page map with the capacity the last txn needed.
-    dirty: PgnoMap<Box<[u8]>>,
+    dirty: PgnoMap<PageBuf>,
+}
+
+/// Under `WRITE_MAP`: the data file, which must cover a page before the txn writes it
+/// through the map, and how many pages it covers.
+pub struct MappedWrites<'e> {
+    file: &'e dyn DataFile,
+    file_pages: u64,
+}
+
+impl<'e> MappedWrites<'e> {
+    /// Writes through the map of `file`, whose length is `file_len` bytes.
+    pub fn new(file: &'e dyn DataFile, file_len: u64, page_size: usize) -> Self {
+        MappedWrites {
+            file,
+            file_pages: file_len / page_size as u64,
+        }
+    }
+
+    /// Grows the file to cover pages `..end` (and some room beyond, up to `max_pgno`, so
+    /// that a growing txn does not extend it page by page).
+    fn cover(&mut self, end: u64, max_pgno: u64, page_size: usize) -> Result<()> {
+        if end <= self.file_pages {
+            return Ok(());
+        }
+        let room = (self.file_pages / 8).max((1 << 20) / page_size as u64);
+        let target = end.max(self.file_pages + room).min(max_pgno).max(end);
+        self.file.set_len(target * page_size as u64)?;
+        self.file_pages = target;
+        Ok(())
+    }
 }
 
 /// Free pages known to the write transaction, and where they came from.
@@ -166,7 +215,9 @@ pub struct DirtyPages<'e> {
     pub next_pgno: u64,
     /// Allocation may not reach this page number (the map size limit).
     pub max_pgno: u64,
-    dirty: PgnoMap<Box<[u8]>>,
+    dirty: PgnoMap<PageBuf>,
+    /// Set under `WRITE_MAP`: dirty pages live in the map.
+    mapped: Option<MappedWrites<'e>>,
     /// Single-page buffers kept for reuse (across commits too).
     spare: Vec<Box<[u8]>>,
     /// A few multi-page buffers kept for reuse (overflow runs, such as a large free-list
@@ -183,8 +234,8 @@ pub struct DirtyPages<'e> {
 /// What a nested txn changed in its parent's pages, so that aborting it can restore them.
 struct NestLevel {
     /// Pages dirty before the nested txn began that it has changed or freed: their
-    /// content as the parent left it.
-    saved: PgnoMap<Box<[u8]>>,
+    /// content as the parent left it (always heap buffers: no nesting under WRITE_MAP).
+    saved: PgnoMap<PageBuf>,
     /// Pages the nested txn allocated.
     allocated: std::collections::HashSet<u64, BuildHasherDefault<PgnoHasher>>,
     /// The parent's free-page lists, allocation point and reclaim position.
@@ -194,7 +245,8 @@ struct NestLevel {
 }
 
 impl<'e> DirtyPages<'e> {
-    /// Starts a write transaction over the snapshot whose last page is `last_pgno`.
+    /// Starts a write transaction over the snapshot whose last page is `last_pgno`;
+    /// with `mapped`, its pages are written in place in the (writable) map.
     pub fn new(
         map: &'e Map,
         page_size: usize,
@@ -202,7 +254,9 @@ impl<'e> DirtyPages<'e> {
         max_pgno: u64,
         spare: SpareBuffers,
         reclaim: crate::freelist::Reclaim,
+        mapped: Option<MappedWrites<'e>>,
     ) -> Self {
+        assert!(mapped.is_none() || map.is_writable(), "WRITE_MAP needs a writable map");
         let SpareBuffers {
             pages: mut spare,
             dirty,
@@ -220,6 +274,7 @@ impl<'e> DirtyPages<'e> {
             next_pgno: last_pgno + 1,
             max_pgno,
             dirty,
+            mapped,
             spare,
             spare_runs,
             free: FreePages::default(),
@@ -233,11 +288,30 @@ impl<'e> DirtyPages<'e> {
         self.dirty.len()
     }
 
-    /// The dirty pages sorted by page number, for the commit's write-out.
+    /// The dirty pages sorted by page number, for the commit's write-out (under
+    /// `WRITE_MAP`, slices of the map: the pages are in place already).
     pub fn sorted_dirty(&self) -> Vec<(u64, &[u8])> {
-        let mut v: Vec<(u64, &[u8])> = self.dirty.iter().map(|(&p, b)| (p, &b[..])).collect();
+        let mut v: Vec<(u64, &[u8])> = self
+            .dirty
+            .iter()
+            .map(|(&p, b)| (p, self.dirty_bytes(p, b)))
+            .collect();
         v.sort_unstable_by_key(|&(p, _)| p);
         v
+    }
+
+    /// True if the txn's pages are written in place in the map (`WRITE_MAP`).
+    pub fn writes_through_map(&self) -> bool {
+        self.mapped.is_some()
+    }
+
+    /// The bytes of dirty page `pgno`, whose buffer is `buf`.
+    #[inline]
+    fn dirty_bytes<'s>(&'s self, pgno: u64, buf: &'s PageBuf) -> &'s [u8] {
+        match buf {
+            PageBuf::Heap(b) => b,
+            PageBuf::Mapped(len) => self.map.slice(pgno as usize * self.page_size, *len),
+        }
     }
 
     /// Drops every dirty page, returning buffers for the next transaction: single pages
@@ -250,6 +324,7 @@ impl<'e> DirtyPages<'e> {
         let ps = self.page_size;
         let keep = KEEP_BYTES / ps;
         for (_, b) in self.dirty.drain() {
+            let PageBuf::Heap(b) = b else { continue };
             if b.len() == ps {
                 if self.spare.len() < keep {
                     self.spare.push(b);
@@ -358,7 +433,14 @@ impl<'e> DirtyPages<'e> {
             self.next_pgno += count as u64;
             break p;
         };
-        let buf = self.new_buffer(count);
+        let buf = match &mut self.mapped {
+            Some(mapped) => {
+                // The page is written through the map: the file must cover it first.
+                mapped.cover(pgno + count as u64, self.max_pgno, self.page_size)?;
+                PageBuf::Mapped(count * self.page_size)
+            }
+            None => PageBuf::Heap(self.new_buffer(count)),
+        };
         let old = self.dirty.insert(pgno, buf);
         debug_assert!(old.is_none(), "page {pgno} allocated while dirty");
         if let Some(level) = self.nested.last_mut() {
@@ -369,6 +451,7 @@ impl<'e> DirtyPages<'e> {
 
     /// Starts a nested txn: from here on, changes can be undone by [`Self::abort_nested`].
     pub fn begin_nested(&mut self) {
+        assert!(self.mapped.is_none(), "no nested txn under WRITE_MAP");
         self.nested.push(NestLevel {
             saved: PgnoMap::default(),
             allocated: Default::default(),
@@ -382,7 +465,7 @@ impl<'e> DirtyPages<'e> {
     pub fn abort_nested(&mut self) {
         let level = self.nested.pop().expect("a nested txn to abort");
         for pgno in level.allocated {
-            if let Some(buf) = self.dirty.remove(&pgno) {
+            if let Some(PageBuf::Heap(buf)) = self.dirty.remove(&pgno) {
                 if buf.len() == self.page_size {
                     self.spare.push(buf);
                 }
@@ -419,8 +502,8 @@ impl<'e> DirtyPages<'e> {
         if level.allocated.contains(&pgno) || level.saved.contains_key(&pgno) {
             return;
         }
-        if let Some(buf) = self.dirty.get(&pgno) {
-            level.saved.insert(pgno, buf.clone());
+        if let Some(PageBuf::Heap(buf)) = self.dirty.get(&pgno) {
+            level.saved.insert(pgno, PageBuf::Heap(buf.clone()));
         }
     }
 
@@ -445,7 +528,7 @@ impl PageSource for DirtyPages<'_> {
                     "overflow run longer than its allocation",
                 ));
             }
-            return Ok(&b[..count * self.page_size]);
+            return Ok(&self.dirty_bytes(pgno, b)[..count * self.page_size]);
         }
         map_pages(self.map, self.page_size, self.snapshot_end, pgno, count)
     }
@@ -458,13 +541,26 @@ impl PageStore for DirtyPages<'_> {
     }
 
     #[inline]
+    // The one `unsafe` outside `io`, `lock` and `env`: under WRITE_MAP the write txn's page
+    // is a slice of the map, and only this store knows which pages nothing else reaches.
+    #[allow(unsafe_code)]
     fn dirty_mut(&mut self, pgno: u64) -> &mut [u8] {
         if !self.nested.is_empty() {
             self.save_for_nested(pgno);
         }
-        self.dirty
-            .get_mut(&pgno)
-            .unwrap_or_else(|| panic!("page {pgno} is not dirty"))
+        match self.dirty.get_mut(&pgno) {
+            Some(PageBuf::Heap(b)) => b,
+            Some(PageBuf::Mapped(len)) => {
+                // SAFETY: `pgno` was allocated to this write txn (the only one) from pages
+                // no snapshot reaches: past the base snapshot's end, or from free-DB records
+                // older than every reader and than both metas (`Reclaim`), or pages it
+                // allocated itself. Nothing else reads or writes them, and the file covers
+                // them (`MappedWrites::cover` at allocation). The slice borrows `self`
+                // mutably, so the txn holds no other reference to the page meanwhile.
+                unsafe { self.map.pages_mut(pgno as usize * self.page_size, *len) }
+            }
+            None => panic!("page {pgno} is not dirty"),
+        }
     }
 
     fn touch(&mut self, pgno: u64) -> Result<u64> {
@@ -510,8 +606,10 @@ impl PageStore for DirtyPages<'_> {
             self.save_for_nested(pgno);
         }
         if let Some(buf) = self.dirty.remove(&pgno) {
-            if buf.len() == self.page_size {
-                self.spare.push(buf);
+            if let PageBuf::Heap(buf) = buf {
+                if buf.len() == self.page_size {
+                    self.spare.push(buf);
+                }
             }
             self.free.loose.extend(pgno..pgno + count as u64);
         } else {

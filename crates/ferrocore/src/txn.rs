@@ -28,7 +28,7 @@ use crate::lock::mutex::Locked;
 use crate::lock::LockFile;
 use crate::meta::{DbRecord, Meta, META_WRITE_SIZE};
 use crate::page::{Node, PageShape, PageView};
-use crate::store::{DirtyPages, PageSource, PageStore, SnapshotPages};
+use crate::store::{DirtyPages, MappedWrites, PageSource, PageStore, SnapshotPages};
 
 /// A database handle. ferrocore has the main (unnamed) database; named databases come
 /// with the catalog (see the issue tracker).
@@ -955,6 +955,18 @@ impl<'env> WriteTxn<'env> {
                 .lock()
                 .map_err(|_| Error::Panic("spare pages lock"))?,
         );
+        // Under WRITE_MAP the txn's pages are built in the map, within the file.
+        let mapped = if env.map.is_writable() {
+            match env.data.len() {
+                Ok(len) => Some(MappedWrites::new(&*env.data, len, env.page_size)),
+                Err(e) => {
+                    env.lock.unlock_writer();
+                    return Err(e.into());
+                }
+            }
+        } else {
+            None
+        };
         let pages = DirtyPages::new(
             &env.map,
             env.page_size,
@@ -962,6 +974,7 @@ impl<'env> WriteTxn<'env> {
             env.max_pgno(),
             spare,
             Reclaim::new(base.free_db, limit),
+            mapped,
         );
         Ok(WriteTxn {
             env,
@@ -1530,7 +1543,7 @@ impl<'env> WriteTxn<'env> {
         let env = self.env;
         let next_pgno = self.pages.next_pgno;
         commit::grow_file(env, next_pgno)?;
-        commit::write_data(env, &self.pages.sorted_dirty())?;
+        commit::write_data(env, &self.pages.sorted_dirty(), self.pages.writes_through_map())?;
         commit::flush_data(env)?;
         let meta = Meta {
             address: self.base.address,
@@ -1634,6 +1647,10 @@ impl<'env> WriteTxn<'env> {
     /// to it. Levels must be ended in the reverse order of their beginning.
     pub fn begin_nested_level(&mut self) -> Result<NestedLevel> {
         self.check_usable()?;
+        if self.pages.writes_through_map() {
+            // As LMDB: a WRITE_MAP txn changes pages in place, with nothing to undo them by.
+            return Err(Error::BadTxn);
+        }
         self.pages.begin_nested();
         Ok(NestedLevel {
             free_db: self.free_db,

@@ -40,9 +40,9 @@ impl Rng {
     }
 }
 
-/// How the environment under test commits, and what a power cut may take from it.
+/// What a power cut may take from the environment under test.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Mode {
+enum Guarantee {
     /// Data flushed, then meta flushed: nothing acknowledged is lost.
     Full,
     /// No meta flush: the last acknowledged commit may be lost.
@@ -53,12 +53,24 @@ enum Mode {
     NoSync,
 }
 
+/// How the environment under test commits: its flags, and so its guarantee.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Mode {
+    flags: u32,
+}
+
 impl Mode {
-    fn flags(self) -> u32 {
-        match self {
-            Mode::Full => 0,
-            Mode::NoMetaSync => env_flags::NO_META_SYNC,
-            Mode::NoSync => env_flags::NO_SYNC,
+    fn guarantee(self) -> Guarantee {
+        let f = self.flags;
+        if f & env_flags::NO_SYNC != 0
+            || f & (env_flags::WRITE_MAP | env_flags::MAP_ASYNC)
+                == env_flags::WRITE_MAP | env_flags::MAP_ASYNC
+        {
+            Guarantee::NoSync
+        } else if f & env_flags::NO_META_SYNC != 0 {
+            Guarantee::NoMetaSync
+        } else {
+            Guarantee::Full
         }
     }
 }
@@ -106,7 +118,7 @@ fn value(rng: &mut Rng, big: bool) -> Vec<u8> {
 fn run_workload(mode: Mode, seed: u64, commits: usize, cuts_per_call: u64) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let injector = FaultInjector::new();
-    let env = open_with(dir.path(), mode.flags(), Some(&injector));
+    let env = open_with(dir.path(), mode.flags, Some(&injector));
     let images = Arc::new(Mutex::new(Vec::new()));
     {
         let images = Arc::clone(&images);
@@ -172,7 +184,7 @@ fn run_workload(mode: Mode, seed: u64, commits: usize, cuts_per_call: u64) -> Ru
         txn.commit().unwrap();
         run.acked_at.push(injector.calls());
         run.states.push(model.clone());
-        if mode == Mode::NoSync && c % 4 == 3 {
+        if mode.guarantee() == Guarantee::NoSync && c % 4 == 3 {
             env.sync().unwrap();
             run.synced_at.push((injector.calls(), c + 1));
         }
@@ -229,17 +241,17 @@ fn verify(mode: Mode, seed: u64, run: &Run) -> usize {
         // flight and may or may not have landed.
         let acked = run.acked_at.iter().filter(|&&a| a <= image.call).count();
         let newest = (acked + 1).min(run.states.len() - 1);
-        let oldest = match (mode, image.cut) {
-            (_, Cut::KeepAll) | (Mode::Full, _) => acked,
-            (Mode::NoMetaSync, _) => acked.saturating_sub(1),
-            (Mode::NoSync, Cut::KeepNone) => run
+        let oldest = match (mode.guarantee(), image.cut) {
+            (_, Cut::KeepAll) | (Guarantee::Full, _) => acked,
+            (Guarantee::NoMetaSync, _) => acked.saturating_sub(1),
+            (Guarantee::NoSync, Cut::KeepNone) => run
                 .synced_at
                 .iter()
                 .filter(|&&(at, _)| at <= image.call)
                 .map(|&(_, commits)| commits)
                 .max()
                 .unwrap_or(0),
-            (Mode::NoSync, Cut::Random(_)) => {
+            (Guarantee::NoSync, Cut::Random(_)) => {
                 // No promise beyond "errors, not crashes": open, read and check it all.
                 if let Ok((_, checked)) = open_image(&image.bytes) {
                     let _ = checked;
@@ -256,7 +268,7 @@ fn verify(mode: Mode, seed: u64, run: &Run) -> usize {
         if let Err(e) = checked {
             panic!("{context}: check fails: {e}");
         }
-        let candidates = if mode == Mode::NoSync && image.cut == Cut::KeepNone {
+        let candidates = if mode.guarantee() == Guarantee::NoSync && image.cut == Cut::KeepNone {
             oldest..=oldest // exactly what was synced
         } else {
             oldest..=newest
@@ -290,15 +302,40 @@ fn power_cuts(mode: Mode) {
 
 #[test]
 fn power_cuts_in_full_sync_mode_lose_nothing_acknowledged() {
-    power_cuts(Mode::Full);
+    power_cuts(Mode { flags: 0 });
 }
 
 #[test]
 fn power_cuts_with_no_meta_sync_lose_at_most_the_last_commit() {
-    power_cuts(Mode::NoMetaSync);
+    power_cuts(Mode {
+        flags: env_flags::NO_META_SYNC,
+    });
 }
 
 #[test]
 fn power_cuts_with_no_sync_keep_what_was_synced_and_never_crash_the_reader() {
-    power_cuts(Mode::NoSync);
+    power_cuts(Mode {
+        flags: env_flags::NO_SYNC,
+    });
+}
+
+#[test]
+fn power_cuts_with_write_map_lose_nothing_acknowledged() {
+    power_cuts(Mode {
+        flags: env_flags::WRITE_MAP,
+    });
+}
+
+#[test]
+fn power_cuts_with_write_map_and_no_meta_sync_lose_at_most_the_last_commit() {
+    power_cuts(Mode {
+        flags: env_flags::WRITE_MAP | env_flags::NO_META_SYNC,
+    });
+}
+
+#[test]
+fn power_cuts_with_write_map_and_map_async_keep_what_was_synced() {
+    power_cuts(Mode {
+        flags: env_flags::WRITE_MAP | env_flags::MAP_ASYNC,
+    });
 }

@@ -18,32 +18,40 @@ use std::os::unix::io::AsRawFd;
 /// read-only file mappings cost no memory until touched, only address space.
 pub const DEFAULT_RESERVATION: usize = 1 << 40;
 
-/// A read-only shared mapping of the data file.
+/// A shared mapping of the data file: read-only, or writable under `WRITE_MAP`, where
+/// the write txn builds its pages in place (see `store::DirtyPages`).
 pub struct Map {
     ptr: *mut u8,
     len: usize,
+    writable: bool,
 }
 
-// SAFETY: the mapping is read-only memory shared with the page cache; concurrent reads from
-// many threads are fine, and the pointer itself is never mutated after creation.
+// SAFETY: the mapping is memory shared with the page cache; concurrent reads from many
+// threads are fine, and the pointer itself is never mutated after creation. Writes (only
+// under WRITE_MAP) go through `Map::pages_mut`, whose callers guarantee exclusivity.
 unsafe impl Send for Map {}
 // SAFETY: see above.
 unsafe impl Sync for Map {}
 
 impl Map {
-    /// Maps `len` bytes of `file` read-only (the file may be shorter: the tail is reserved).
-    /// If the kernel refuses that much address space, smaller reservations are tried, down
-    /// to `min_len`.
-    pub fn new(file: &File, len: usize, min_len: usize) -> io::Result<Map> {
+    /// Maps `len` bytes of `file`, read-only unless `writable` (the file may be shorter: the
+    /// tail is reserved). If the kernel refuses that much address space, smaller
+    /// reservations are tried, down to `min_len`.
+    pub fn new(file: &File, len: usize, min_len: usize, writable: bool) -> io::Result<Map> {
+        let prot = if writable {
+            libc::PROT_READ | libc::PROT_WRITE
+        } else {
+            libc::PROT_READ
+        };
         let mut want = len.max(min_len);
         loop {
-            // SAFETY: a fresh shared read-only mapping at an address the kernel chooses;
-            // no existing memory is affected. Failure is reported as MAP_FAILED.
+            // SAFETY: a fresh shared mapping at an address the kernel chooses; no existing
+            // memory is affected. Failure is reported as MAP_FAILED.
             let ptr = unsafe {
                 libc::mmap(
                     std::ptr::null_mut(),
                     want,
-                    libc::PROT_READ,
+                    prot,
                     libc::MAP_SHARED,
                     file.as_raw_fd(),
                     0,
@@ -53,6 +61,7 @@ impl Map {
                 return Ok(Map {
                     ptr: ptr.cast(),
                     len: want,
+                    writable,
                 });
             }
             let err = io::Error::last_os_error();
@@ -92,6 +101,37 @@ impl Map {
         // for the lifetime of `self`; the bytes are within the file (callers' contract),
         // so reading them cannot fault, and ferrocore never writes through this mapping.
         unsafe { std::slice::from_raw_parts(self.ptr.add(offset), len) }
+    }
+}
+
+impl Map {
+    /// True if the map was made writable (`WRITE_MAP`).
+    pub fn is_writable(&self) -> bool {
+        self.writable
+    }
+
+    /// The bytes at `offset..offset+len` of a writable map, for the write txn to build a
+    /// page in place.
+    ///
+    /// Panics if the map is not writable or the range lies outside it.
+    ///
+    /// # Safety
+    ///
+    /// For as long as the returned slice lives, nothing else may read or write those bytes
+    /// through this map: they must be pages no snapshot that a reader (or the write txn
+    /// itself) can reach, held by one write txn only, and lying within the file (a store
+    /// past the end of the file faults).
+    #[allow(clippy::mut_from_ref)] // exclusivity is the caller's contract, as stated
+    pub unsafe fn pages_mut(&self, offset: usize, len: usize) -> &mut [u8] {
+        assert!(self.writable, "writing through a read-only map");
+        assert!(
+            offset.checked_add(len).is_some_and(|end| end <= self.len),
+            "map range out of bounds"
+        );
+        // SAFETY: the range lies inside the mapping (checked above), which is writable and
+        // stays mapped for the lifetime of `self`; exclusivity and the file's length are
+        // the caller's contract.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(offset), len) }
     }
 }
 

@@ -1,0 +1,185 @@
+//! `WRITE_MAP`: write txns build their pages in place in a writable shared map. What a
+//! program can observe: the same data as without it, snapshots that hold still while the
+//! writer writes in place, aborts that leave nothing, nested txns refused as LMDB refuses
+//! them, LMDB's file length with an explicit map size, and files LMDB reads.
+
+mod common;
+
+use ferrocore::{env_flags, Database, Env, EnvOptions, Error};
+
+fn open(dir: &std::path::Path, flags: u32, map_size: Option<u64>) -> Env {
+    let mut opts = EnvOptions::new();
+    opts.flags(flags);
+    if let Some(size) = map_size {
+        opts.map_size(size);
+    }
+    // SAFETY: the test owns the directory; nothing else touches its files.
+    unsafe { opts.open(dir) }.expect("open")
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+fn value(i: u32, round: u32) -> Vec<u8> {
+    let len = if i % 97 == 0 { 9000 } else { 100 }; // some overflow values
+    vec![(i + round) as u8; len]
+}
+
+fn fill(env: &Env, round: u32, n: u32) {
+    let mut txn = env.begin_write().unwrap();
+    for i in 0..n {
+        txn.put(Database::MAIN, &key(i), &value(i, round), 0).unwrap();
+    }
+    for i in (0..n).step_by(5) {
+        txn.delete(Database::MAIN, &key(i)).unwrap();
+    }
+    txn.commit().unwrap();
+}
+
+fn file_len(dir: &std::path::Path) -> u64 {
+    std::fs::metadata(dir.join("data.mdb")).unwrap().len()
+}
+
+#[test]
+fn write_map_gives_the_same_data_and_the_same_tree_as_pwrite() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let with = open(a.path(), env_flags::WRITE_MAP, None);
+    let without = open(b.path(), 0, None);
+    assert_ne!(with.flags() & env_flags::WRITE_MAP, 0);
+    for round in 0..6 {
+        fill(&with, round, 3000);
+        fill(&without, round, 3000);
+    }
+    let (tw, to) = (with.begin_read().unwrap(), without.begin_read().unwrap());
+    let (mut cw, mut co) = (tw.cursor(Database::MAIN).unwrap(), to.cursor(Database::MAIN).unwrap());
+    let mut n = 0;
+    loop {
+        let (x, y) = (cw.next().unwrap(), co.next().unwrap());
+        assert_eq!(x, y);
+        if x.is_none() {
+            break;
+        }
+        n += 1;
+    }
+    assert_eq!(n, 2400);
+    assert_eq!(tw.stat(), to.stat(), "the same tree, page for page");
+    with.check().unwrap();
+}
+
+/// A reader's snapshot holds still, bytes and addresses, while the writer rewrites every
+/// key in place in the map, commit after commit.
+#[test]
+fn readers_keep_their_snapshot_while_the_writer_writes_in_the_map() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path(), env_flags::WRITE_MAP, None);
+    fill(&env, 0, 2000);
+    let reader = env.begin_read().unwrap();
+    let before: Vec<(&[u8], &[u8])> = {
+        let mut c = reader.cursor(Database::MAIN).unwrap();
+        let mut v = Vec::new();
+        while let Some(item) = c.next().unwrap() {
+            v.push(item);
+        }
+        v
+    };
+    let copies: Vec<(Vec<u8>, Vec<u8>)> =
+        before.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+    for round in 1..8 {
+        fill(&env, round, 2000);
+    }
+    for ((k, v), (ck, cv)) in before.iter().zip(&copies) {
+        assert_eq!((*k, *v), (&ck[..], &cv[..]), "a snapshot's bytes changed");
+    }
+    let again = reader.get(Database::MAIN, &key(1)).unwrap().unwrap();
+    assert_eq!(again, &value(1, 0)[..]);
+    drop(reader);
+    let now = env.begin_read().unwrap();
+    assert_eq!(now.get(Database::MAIN, &key(1)).unwrap().unwrap(), &value(1, 7)[..]);
+}
+
+#[test]
+fn an_aborted_write_map_txn_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path(), env_flags::WRITE_MAP, None);
+    fill(&env, 0, 1000);
+    let info = env.info().unwrap();
+    let mut txn = env.begin_write().unwrap();
+    for i in 0..5000 {
+        txn.put(Database::MAIN, &key(i), &value(i, 9), 0).unwrap();
+    }
+    txn.abort();
+    assert_eq!(env.info().unwrap(), info);
+    let txn = env.begin_read().unwrap();
+    assert_eq!(txn.get(Database::MAIN, &key(1)).unwrap().unwrap(), &value(1, 0)[..]);
+    assert_eq!(txn.get(Database::MAIN, &key(4000)).unwrap(), None);
+    drop(txn);
+    env.check().unwrap();
+}
+
+/// As LMDB: a nested txn under WRITE_MAP is `MDB_BAD_TXN` (its parent's pages are changed
+/// in place, with no copy to go back to).
+#[test]
+fn nested_txns_are_refused_under_write_map() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path(), env_flags::WRITE_MAP, None);
+    let mut txn = env.begin_write().unwrap();
+    txn.put(Database::MAIN, b"k", b"v", 0).unwrap();
+    assert!(matches!(txn.begin_nested(), Err(Error::BadTxn)));
+    txn.commit().unwrap();
+}
+
+/// With an explicit map size the file is the map's size from the open on, as LMDB makes
+/// it; growing on demand, the file grows in steps as pages are allocated.
+#[test]
+fn file_length_follows_lmdb_with_a_map_size_and_the_data_without() {
+    let dir = tempfile::tempdir().unwrap();
+    let size = 64u64 << 20;
+    let env = open(dir.path(), env_flags::WRITE_MAP, Some(size));
+    assert_eq!(file_len(dir.path()), size);
+    fill(&env, 0, 1000);
+    assert_eq!(file_len(dir.path()), size);
+    drop(env);
+
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path(), env_flags::WRITE_MAP, None);
+    fill(&env, 0, 20_000);
+    let used = (env.info().unwrap().last_pgno + 1) * 4096;
+    let len = file_len(dir.path());
+    assert!(len >= used, "the file covers every page: {len} < {used}");
+    assert!(len <= used + used / 8 + (1 << 20) + 4096, "{len} for {used} used");
+}
+
+/// As LMDB: a read-only environment ignores WRITE_MAP.
+#[test]
+fn read_only_ignores_write_map() {
+    let dir = tempfile::tempdir().unwrap();
+    fill(&open(dir.path(), 0, None), 0, 10);
+    let env = open(dir.path(), env_flags::READ_ONLY | env_flags::WRITE_MAP, None);
+    assert_eq!(env.flags() & env_flags::WRITE_MAP, 0);
+    let txn = env.begin_read().unwrap();
+    assert!(txn.get(Database::MAIN, &key(1)).unwrap().is_some());
+}
+
+/// LMDB reads what a WRITE_MAP txn wrote, entry for entry.
+#[test]
+fn lmdb_reads_a_write_map_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path(), env_flags::WRITE_MAP, None);
+    for round in 0..3 {
+        fill(&env, round, 3000);
+    }
+    let ours: Vec<(Vec<u8>, Vec<u8>)> = {
+        let txn = env.begin_read().unwrap();
+        let mut c = txn.cursor(Database::MAIN).unwrap();
+        let mut v = Vec::new();
+        while let Some((k, d)) = c.next().unwrap() {
+            v.push((k.to_vec(), d.to_vec()));
+        }
+        v
+    };
+    drop(env);
+    let lm = common::lmdb::Env::open(dir.path(), common::LMDB_MAP_SIZE);
+    let txn = lm.read();
+    assert!(txn.scan(txn.main_dbi()) == ours, "LMDB reads other data");
+}
