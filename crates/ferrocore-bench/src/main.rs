@@ -20,8 +20,8 @@
 //! put flag for sorted ones; redb with `Durability::None` / `Immediate`; SQLite in WAL
 //! mode with `synchronous=NORMAL` / `FULL`, a `WITHOUT ROWID` BLOB-keyed table and
 //! prepared statements. Synced comparisons use each engine's fully durable commit. The
-//! WRITEMAP variants: LMDB's MDB_WRITEMAP; ferrocore accepts the flag but still writes
-//! with pwrite, and is labelled so. RocksDB is not included (see README.md).
+//! WRITEMAP variants: LMDB's MDB_WRITEMAP and ferrocore's WRITE_MAP, both writing pages
+//! in place in a writable shared map. RocksDB is not included (see README.md).
 //!
 //! # How it measures
 //!

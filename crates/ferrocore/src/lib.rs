@@ -21,9 +21,9 @@
 //! Module map: `page` (on-disk layout, validated views), `meta` (the two meta pages),
 //! `store` (the page seam between trees and storage, nested-txn undo), `btree` and
 //! `cursor` (tree algorithms and LMDB's cursor moves), `dupsort` (sorted duplicates),
-//! `catalog` (named DBs and their orders), `freelist` (free pages), `txn` (transactions and
-//! commit), `env` (open, stat, info), `seqcache` (lock-free caches shared by txns), `io`
-//! (the map), `lock` (LMDB 0.9's lock file: reader table, writer mutex, one descriptor per
+//! `catalog` (named DBs and their orders), `freelist` (free pages), `txn` (transactions),
+//! `commit` (the commit's I/O steps), `env` (open, stat, info), `seqcache` (lock-free
+//! caches shared by txns), `io` (the map, the data-file seam, fault injection), `lock` (LMDB 0.9's lock file: reader table, writer mutex, one descriptor per
 //! process), `check` (integrity checker), `compact` (the compacting copy).
 
 // `unsafe` lives only in `io` (the map), `lock` (the shared lock file), `env` (the

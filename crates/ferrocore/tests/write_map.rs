@@ -22,7 +22,7 @@ fn key(i: u32) -> Vec<u8> {
 }
 
 fn value(i: u32, round: u32) -> Vec<u8> {
-    let len = if i % 97 == 0 { 9000 } else { 100 }; // some overflow values
+    let len = if i.is_multiple_of(97) { 9000 } else { 100 }; // some overflow values
     vec![(i + round) as u8; len]
 }
 

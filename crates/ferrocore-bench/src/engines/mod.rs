@@ -22,9 +22,7 @@ use crate::data::{IndexedEntry, Keys};
 #[value(rename_all = "kebab-case")]
 pub enum Kind {
     Ferrocore,
-    /// ferrocore opened with the WRITEMAP flag: accepted, but ferrocore still writes
-    /// through pwrite (its map is read-only), so this measures the flag's cost, not a
-    /// writable map.
+    /// ferrocore with WRITE_MAP (write txns build their pages in a writable shared map).
     FerrocoreWritemap,
     Lmdb,
     /// LMDB with MDB_WRITEMAP (writes go straight into a writable shared map).
@@ -41,7 +39,7 @@ impl Kind {
     pub fn label(self) -> &'static str {
         match self {
             Kind::Ferrocore => "ferrocore",
-            Kind::FerrocoreWritemap => "ferrocore WRITEMAP flag (pwrite)",
+            Kind::FerrocoreWritemap => "ferrocore WRITEMAP",
             Kind::Lmdb => "LMDB",
             Kind::LmdbWritemap => "LMDB WRITEMAP",
             Kind::Redb => "redb",
