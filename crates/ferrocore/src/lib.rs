@@ -24,13 +24,15 @@
 //! `catalog` (named DBs and their orders), `freelist` (free pages), `txn` (transactions and
 //! commit), `env` (open, stat, info), `seqcache` (lock-free caches shared by txns), `io`
 //! (the map), `lock` (LMDB 0.9's lock file: reader table, writer mutex, one descriptor per
-//! process), `check` (integrity checker), `compact` (the compacting copy).
+//! process), `check` (integrity checker), `compact` (the compacting copy), `bulk` (bottom-up bulk
+//! load from sorted input), `extsort` (external sort of unsorted input for it).
 
 // `unsafe` lives only in `io` (the map), `lock` (the shared lock file) and `env` (the
 // contract of `open`, `sysconf`); everything else works on safe, bounds-checked views.
 #![deny(unsafe_code)]
 
 pub mod btree;
+pub mod bulk;
 pub mod catalog;
 pub mod check;
 pub mod compact;
@@ -40,6 +42,7 @@ pub mod dupsort;
 #[allow(unsafe_code)]
 pub mod env;
 pub mod error;
+pub mod extsort;
 pub mod freelist;
 #[allow(unsafe_code)]
 pub mod io;
@@ -51,9 +54,11 @@ pub mod seqcache;
 pub mod store;
 pub mod txn;
 
+pub use bulk::{BulkLoader, BulkOptions, BulkSummary, Duplicates};
 pub use detached::{CursorOp, DetachedCursor, TxnRef};
 pub use env::{env_flags, long_key_max, Env, EnvInfo, EnvOptions, Stat};
 pub use error::{Error, Result};
+pub use extsort::{ExternalSort, SortOptions, SortedItem, SortedItems};
 pub use txn::{
     put_flags, Cursor, Database, InactiveReadTxn, Item, NestedLevel, NestedTxn, ReadTxn,
     WriteCursor, WriteTxn,
