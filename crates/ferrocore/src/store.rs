@@ -424,6 +424,21 @@ impl<'e> DirtyPages<'e> {
         }
     }
 
+    /// Exchanges the buffer of the single dirty page `pgno` with `buf` (of one page), with
+    /// no copy: the bulk loader builds a page in its own buffer, makes it the page's
+    /// content, and builds the next one in the buffer it gets back.
+    pub fn swap_page(&mut self, pgno: u64, buf: &mut Box<[u8]>) {
+        if !self.nested.is_empty() {
+            self.save_for_nested(pgno);
+        }
+        let page = self
+            .dirty
+            .get_mut(&pgno)
+            .unwrap_or_else(|| panic!("page {pgno} is not dirty"));
+        assert_eq!(page.len(), buf.len(), "swap_page takes one page");
+        std::mem::swap(page, buf);
+    }
+
     /// Reads the base snapshot's copy of a page, bypassing dirty copies.
     pub fn snapshot_pages(&self, pgno: u64, count: usize) -> Result<&'e [u8]> {
         map_pages(self.map, self.page_size, self.snapshot_end, pgno, count)

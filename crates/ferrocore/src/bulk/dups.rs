@@ -10,7 +10,7 @@ use crate::dupsort::encode_subpage_into;
 use crate::error::{Error, Result};
 use crate::meta::DbRecord;
 use crate::page::{even, node_flags, node_max, NODE_HEADER_SIZE, PAGE_HEADER_SIZE};
-use crate::store::PageStore;
+use crate::store::DirtyPages;
 
 use super::tree::TreeBuilder;
 
@@ -76,9 +76,9 @@ impl DupSets {
     }
 
     /// Finishes the current key (if any) into `main` and starts `key` with `value`.
-    pub(crate) fn start_key<S: PageStore>(
+    pub(crate) fn start_key(
         &mut self,
-        store: &mut S,
+        store: &mut DirtyPages<'_>,
         main: &mut TreeBuilder,
         key: &[u8],
         value: &[u8],
@@ -91,7 +91,7 @@ impl DupSets {
     }
 
     /// Adds `value` (after every value of the current key, checked by `check_value`).
-    pub(crate) fn add_value<S: PageStore>(&mut self, store: &mut S, value: &[u8]) -> Result<()> {
+    pub(crate) fn add_value(&mut self, store: &mut DirtyPages<'_>, value: &[u8]) -> Result<()> {
         self.count += 1;
         if let Some(sub) = &mut self.sub {
             return sub.push(store, value, 0, &[]);
@@ -112,7 +112,7 @@ impl DupSets {
     }
 
     /// The buffered values no longer fit a sub-page: they start the key's sub-DB.
-    fn spill<S: PageStore>(&mut self, store: &mut S) -> Result<()> {
+    fn spill(&mut self, store: &mut DirtyPages<'_>) -> Result<()> {
         let fixed = if self.is_dupfixed() { self.fixed } else { 0 };
         let mut sub = TreeBuilder::new(self.page_size, self.fill_percent, fixed, self.sub_record());
         let mut start = 0;
@@ -149,9 +149,9 @@ impl DupSets {
     }
 
     /// Stores the current key's values in `main` as a plain node, a sub-page or a sub-DB.
-    pub(crate) fn finish_key<S: PageStore>(
+    pub(crate) fn finish_key(
         &mut self,
-        store: &mut S,
+        store: &mut DirtyPages<'_>,
         main: &mut TreeBuilder,
     ) -> Result<()> {
         if self.count == 0 {

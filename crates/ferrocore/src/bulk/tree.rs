@@ -19,12 +19,12 @@ use crate::page::{
     edit, node_flags, node_max, overflow_pages, page_flags, NodeValue, PageView, NODE_HEADER_SIZE,
     PAGE_HEADER_SIZE,
 };
-use crate::store::PageStore;
+use crate::store::{DirtyPages, PageSource, PageStore};
 
 /// The page being filled at one level.
 struct OpenPage {
-    /// The page's bytes, written to a page of the txn when it closes.
-    buf: Vec<u8>,
+    /// The page's bytes, handed to a page of the txn when it closes.
+    buf: Box<[u8]>,
     /// Nodes on it; 0 when no page is open at this level.
     nodes: usize,
     /// The smallest key below it: its separator in the level above.
@@ -36,7 +36,7 @@ struct OpenPage {
 impl OpenPage {
     fn new(page_size: usize) -> OpenPage {
         OpenPage {
-            buf: vec![0; page_size],
+            buf: vec![0; page_size].into_boxed_slice(),
             nodes: 0,
             first_key: Vec::new(),
             prev: None,
@@ -52,6 +52,8 @@ pub(crate) struct TreeBuilder {
     fill_bytes: usize,
     /// LEAF2 leaves (a DUPFIXED sub-DB): the size of every key; else 0.
     fixed: usize,
+    /// The largest node a page keeps; bigger values go to overflow runs.
+    node_max: usize,
     leaf: OpenPage,
     /// Open branch pages; `branches[0]` is the level right above the leaves.
     branches: Vec<OpenPage>,
@@ -77,6 +79,7 @@ impl TreeBuilder {
             page_size,
             fill_bytes: room * percent / 100,
             fixed,
+            node_max: node_max(page_size),
             leaf: OpenPage::new(page_size),
             branches: Vec::new(),
             record,
@@ -97,15 +100,14 @@ impl TreeBuilder {
     /// Adds a leaf node after every node added so far. `flags` 0 with a value too big for
     /// a node puts the value in an overflow run; other flags (a sub-page or a sub-DB
     /// record) always fit a node.
-    pub(crate) fn push<S: PageStore>(
+    pub(crate) fn push(
         &mut self,
-        store: &mut S,
+        store: &mut DirtyPages<'_>,
         key: &[u8],
         flags: u16,
         data: &[u8],
     ) -> Result<()> {
-        let value = if flags == 0 && NODE_HEADER_SIZE + key.len() + data.len() > node_max(self.page_size)
-        {
+        let value = if flags == 0 && NODE_HEADER_SIZE + key.len() + data.len() > self.node_max {
             self.write_overflow(store, data)?
         } else {
             NodeValue::Inline { flags, data }
@@ -145,7 +147,7 @@ impl TreeBuilder {
 
     /// Removes the node added last (it is on the open leaf: every node goes there), and
     /// frees its overflow run if it has one; for a repeated key whose last value wins.
-    pub(crate) fn pop_last<S: PageStore>(&mut self, store: &mut S) -> Result<()> {
+    pub(crate) fn pop_last(&mut self, store: &mut DirtyPages<'_>) -> Result<()> {
         let n = self.leaf.nodes;
         if n == 0 {
             return Err(Error::InvalidArgument("no node to replace"));
@@ -167,9 +169,9 @@ impl TreeBuilder {
     }
 
     /// Writes `value` to a new overflow run.
-    fn write_overflow<'v, S: PageStore>(
+    fn write_overflow<'v>(
         &mut self,
-        store: &mut S,
+        store: &mut DirtyPages<'_>,
         value: &'v [u8],
     ) -> Result<NodeValue<'v>> {
         let count = overflow_pages(self.page_size, value.len());
@@ -184,8 +186,8 @@ impl TreeBuilder {
         })
     }
 
-    /// Writes the open leaf to a page and adds it to the level above.
-    fn close_leaf<S: PageStore>(&mut self, store: &mut S) -> Result<()> {
+    /// Makes the open leaf a page of the txn and adds it to the level above.
+    fn close_leaf(&mut self, store: &mut DirtyPages<'_>) -> Result<()> {
         let pgno = write_page(store, &mut self.leaf)?;
         self.record.leaf_pages += 1;
         let first = std::mem::take(&mut self.leaf.first_key);
@@ -196,9 +198,9 @@ impl TreeBuilder {
 
     /// Adds a node for `child`, whose smallest key is `key`, to the open page of branch
     /// level `level` (creating the level), closing that page first if it is full.
-    fn push_branch<S: PageStore>(
+    fn push_branch(
         &mut self,
-        store: &mut S,
+        store: &mut DirtyPages<'_>,
         level: usize,
         key: &[u8],
         child: u64,
@@ -239,7 +241,7 @@ impl TreeBuilder {
     }
 
     /// Closes every open page from the leaves up and returns the tree's record.
-    pub(crate) fn finish<S: PageStore>(mut self, store: &mut S) -> Result<DbRecord> {
+    pub(crate) fn finish(mut self, store: &mut DirtyPages<'_>) -> Result<DbRecord> {
         if self.leaf.nodes == 0 {
             debug_assert!(self.branches.is_empty(), "a closed leaf leaves an open one");
             return Ok(self.record);
@@ -291,13 +293,13 @@ impl TreeBuilder {
     }
 }
 
-/// Writes `page` to a newly allocated page of the txn and returns its number; the level
-/// has no open page after it.
-fn write_page<S: PageStore>(store: &mut S, page: &mut OpenPage) -> Result<u64> {
+/// Makes `page` a newly allocated page of the txn and returns its number; the level has
+/// no open page after it.
+fn write_page(store: &mut DirtyPages<'_>, page: &mut OpenPage) -> Result<u64> {
     let pgno = store.alloc(1)?;
-    let out = store.dirty_mut(pgno);
-    out.copy_from_slice(&page.buf);
-    edit::set_pgno(out, pgno);
+    edit::set_pgno(&mut page.buf, pgno);
+    // The built page becomes the txn's page; its fresh buffer is the next one to build in.
+    store.swap_page(pgno, &mut page.buf);
     page.nodes = 0;
     page.prev = Some(pgno);
     Ok(pgno)
@@ -305,7 +307,7 @@ fn write_page<S: PageStore>(store: &mut S, page: &mut OpenPage) -> Result<u64> {
 
 /// Moves the single node of the open branch page `page` to the end of the page `prev`
 /// written before it, if it fits there. Returns false (changing nothing) if not.
-fn merge_into<S: PageStore>(store: &mut S, page: &OpenPage, prev: u64) -> Result<bool> {
+fn merge_into(store: &mut DirtyPages<'_>, page: &OpenPage, prev: u64) -> Result<bool> {
     let child = PageView::parse(&page.buf, 0)?.child(0)?;
     let prev_page = store.dirty_mut(prev);
     let n = edit::num_keys(prev_page);
@@ -319,7 +321,7 @@ fn merge_into<S: PageStore>(store: &mut S, page: &OpenPage, prev: u64) -> Result
 
 /// Moves the last node of page `prev` to the front of the open branch page `page`, which
 /// has one node: both then have at least two.
-fn take_last_of<S: PageStore>(store: &mut S, page: &mut OpenPage, prev: u64) -> Result<()> {
+fn take_last_of(store: &mut DirtyPages<'_>, page: &mut OpenPage, prev: u64) -> Result<()> {
     let (key, moved) = {
         let view = PageView::parse(store.page(prev)?, prev)?;
         let n = view.num_keys();
