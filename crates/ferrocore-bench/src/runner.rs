@@ -207,7 +207,7 @@ pub fn thousands(x: f64) -> String {
 
 fn group_title(group: Group, sizes: &Sizes) -> String {
     match group {
-        Group::W2 => format!(
+        Group::W2 | Group::W2Bulk => format!(
             "{} entries, 16-byte keys, 100-byte values",
             thousands(sizes.w2_n as f64)
         ),
@@ -355,6 +355,7 @@ pub fn render(report: &Report, markdown: bool) -> String {
             }
             let suffix = match g {
                 Group::W3 => " (W3-W5 run)",
+                Group::W2Bulk => ", bulk load",
                 Group::W6Empty => ", empty file",
                 Group::W6Prefilled => ", prefilled file",
                 _ => "",

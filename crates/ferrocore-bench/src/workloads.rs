@@ -19,6 +19,9 @@ use crate::engines::{self, Config, Kind};
 pub enum Group {
     /// W2 sorted bulk load.
     W2,
+    /// W2 as one bulk load: ferrocore's bottom-up loader against LMDB's MDB_APPEND, one
+    /// txn each.
+    W2Bulk,
     /// W3 random inserts, then W4 random reads and W5 a full scan over the result.
     W3,
     /// W6 on an empty file.
@@ -32,8 +35,9 @@ pub enum Group {
 }
 
 impl Group {
-    pub const ALL: [Group; 6] = [
+    pub const ALL: [Group; 7] = [
         Group::W2,
+        Group::W2Bulk,
         Group::W3,
         Group::W6Empty,
         Group::W6Prefilled,
@@ -44,6 +48,7 @@ impl Group {
     pub fn engines(self) -> &'static [Kind] {
         match self {
             Group::W2 | Group::W6Empty | Group::W6Prefilled | Group::W7 => &Kind::WITH_WRITEMAP,
+            Group::W2Bulk => &Kind::BULK,
             Group::W3 | Group::W9 => &Kind::MAIN,
         }
     }
@@ -229,6 +234,27 @@ pub fn run(group: Group, engine: Kind, sizes: &Sizes, dir: &Path) -> CellResult 
             );
             // A light check (a full scan would put the whole file in the mmap engines'
             // resident set and blur the peak-memory figure).
+            let sample = keys.keys().take(1000);
+            assert_eq!(e.get_all(sample), sample.count() as u64 * 100);
+        }
+        Group::W2Bulk => {
+            let keys = KeyBuf::sorted(sizes.w2_n, 16);
+            let v = value(100);
+            let cfg = Config {
+                sync: false,
+                data_bytes: sizes.w2_n * 140,
+                indexes: 0,
+            };
+            let mut e = opened(cfg);
+            rec.time(
+                "W2",
+                "bulk load in one txn (ferrocore bulk loader, LMDB MDB_APPEND), sync at end",
+                sizes.w2_n,
+                || {
+                    e.bulk_load(keys.keys(), &v);
+                    e.sync();
+                },
+            );
             let sample = keys.keys().take(1000);
             assert_eq!(e.get_all(sample), sample.count() as u64 * 100);
         }

@@ -2,16 +2,18 @@
 //! environment, as LMDB's `mdb_load` does, with two differences that make a failed load
 //! harmless: the whole input goes in one write txn (mdb_load commits every 100 puts), and
 //! input that does not end with `DATA=END` is an error (mdb_load takes a dump cut short
-//! for a complete one).
+//! for a complete one). This module reads the text; `load_pairs` decides how a section's
+//! pairs are stored (bottom-up into an empty DB, else puts).
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 use std::path::PathBuf;
 
-use ferrocore::{db_flags, put_flags, Database, EnvOptions, Error, WriteTxn};
+use ferrocore::{db_flags, Database, EnvOptions, Error, WriteTxn};
 
 use crate::envpath::EnvPath;
 use crate::failure::{Failure, Outcome};
+use crate::load_pairs::{load_pairs, parse_memory, LoadMode, PairSource};
 use crate::text::{self, DecodeError, FLAG_NAMES};
 
 /// Options of `ferrocore load`, those of `mdb_load`.
@@ -29,7 +31,13 @@ use crate::text::{self, DecodeError, FLAG_NAMES};
                   an environment it created is removed. With -N, pairs whose key (or, in a \
                   DUPSORT DB, whose key and value) already exist are skipped, as mdb_load \
                   -N does; in a DUPSORT DB that includes a key's further values in the \
-                  input, since NOOVERWRITE refuses any key already present."
+                  input, since NOOVERWRITE refuses any key already present.\n\n\
+                  A section loaded into an empty DB (without -N) is built bottom-up from \
+                  full pages: a dump is in the DB's order and streams straight in; input \
+                  out of order is first sorted with temporary files in $TMPDIR, within \
+                  --memory. A key repeated in a DB without duplicates keeps its last \
+                  value, as with puts. Into a DB that has data, and with -N, each pair is \
+                  put, as mdb_load does."
 )]
 pub struct Args {
     /// Read from FILE instead of standard input.
@@ -48,6 +56,10 @@ pub struct Args {
     /// value, in the printable encoding, without the leading space.
     #[arg(short = 'T')]
     plain: bool,
+    /// Memory for sorting input that is out of order (K, M or G suffix); past it, sorted
+    /// runs go to temporary files.
+    #[arg(long = "memory", value_name = "SIZE", default_value = "256M", value_parser = parse_memory)]
+    memory: usize,
     /// The environment's directory (it must exist), or the data file with -n.
     path: PathBuf,
 }
@@ -195,22 +207,21 @@ fn load(
     }
     let env = at.open_with(&options)?;
     let mut txn = env.begin_write().map_err(|e| at.failure(e))?;
-    let put = if args.no_overwrite {
-        put_flags::NO_OVERWRITE | put_flags::NO_DUP_DATA
-    } else {
-        0
+    let mode = LoadMode {
+        no_overwrite: args.no_overwrite,
+        memory_bytes: args.memory,
     };
     let mut header = first;
     loop {
         let name = header.name.as_deref().or(args.subdb.as_deref());
         let db = open_db(&mut txn, name, header.flags, input)?;
-        let done = if args.plain {
-            load_plain(&mut txn, db, put, input)?;
-            true
-        } else {
-            load_section(&mut txn, db, header.print, put, input)?;
-            input.at_end()?
+        let mut pairs = SectionPairs {
+            input: &mut *input,
+            print: header.print,
+            plain: args.plain,
         };
+        load_pairs(&mut txn, db, mode, &mut pairs)?;
+        let done = args.plain || input.at_end()?;
         if done {
             break;
         }
@@ -360,84 +371,76 @@ fn decode<R: BufRead>(input: &Lines<R>, from: usize, print: bool, out: &mut Vec<
     })
 }
 
-/// Puts one pair, reporting a refusal at the current (value) line.
-fn put<R: BufRead>(
-    txn: &mut WriteTxn<'_>,
-    db: Database,
-    key: &[u8],
-    value: &[u8],
-    flags: u32,
-    input: &Lines<R>,
-) -> Outcome {
-    match txn.put(db, key, value, flags) {
-        Ok(()) => Ok(()),
-        // -N: what exists stays, as mdb_load -N.
-        Err(Error::KeyExist) if flags != 0 => Ok(()),
-        Err(Error::MapFull) => Err(input.error(format!(
-            "{}; the map size is the first header's mapsize= when load creates the environment: raise it there",
-            Error::MapFull
-        ))),
-        Err(e) => Err(input.error(format!("put refused: {e}"))),
-    }
-}
-
-/// Data lines of a section, through `DATA=END`.
-fn load_section<R: BufRead>(
-    txn: &mut WriteTxn<'_>,
-    db: Database,
+/// The pairs of a section: key and value lines through `DATA=END`, or with `-T` plain
+/// lines to the end of the input.
+struct SectionPairs<'a, R> {
+    input: &'a mut Lines<R>,
     print: bool,
-    flags: u32,
-    input: &mut Lines<R>,
-) -> Outcome {
-    let (mut key, mut value) = (Vec::new(), Vec::new());
-    loop {
-        if !input.next()? {
-            return Err(input.unexpected_end("a key line or DATA=END"));
+    plain: bool,
+}
+
+impl<R: BufRead> PairSource for SectionPairs<'_, R> {
+    fn next_pair(&mut self, key: &mut Vec<u8>, value: &mut Vec<u8>) -> Outcome<bool> {
+        if self.plain {
+            next_plain_pair(self.input, key, value)
+        } else {
+            next_section_pair(self.input, self.print, key, value)
         }
-        if input.line.first() != Some(&b' ') {
-            if input.line == b"DATA=END" {
-                return Ok(());
-            }
-            return Err(input.error(format!(
-                "expected a key line (a space, then the key) or DATA=END, found {}",
-                input.shown()
-            )));
-        }
-        decode(input, 1, print, &mut key)?;
-        if !input.next()? {
-            return Err(
-                input.unexpected_end(&format!("the value of the key on line {}", input.number))
-            );
-        }
-        if input.line.first() != Some(&b' ') {
-            return Err(input.error(format!(
-                "expected the value of the key on line {} (a space, then the value), found {}",
-                input.number - 1,
-                input.shown()
-            )));
-        }
-        decode(input, 1, print, &mut value)?;
-        put(txn, db, &key, &value, flags, input)?;
+    }
+
+    fn line(&self) -> u64 {
+        self.input.number
     }
 }
 
-/// `-T`: lines of key and value, printable encoding, no leading space, to the end.
-fn load_plain<R: BufRead>(
-    txn: &mut WriteTxn<'_>,
-    db: Database,
-    flags: u32,
+/// Reads a key line and its value line; false at `DATA=END`.
+fn next_section_pair<R: BufRead>(
     input: &mut Lines<R>,
-) -> Outcome {
-    let (mut key, mut value) = (Vec::new(), Vec::new());
-    while input.next()? {
-        decode(input, 0, true, &mut key)?;
-        if !input.next()? {
-            return Err(
-                input.unexpected_end(&format!("the value of the key on line {}", input.number))
-            );
-        }
-        decode(input, 0, true, &mut value)?;
-        put(txn, db, &key, &value, flags, input)?;
+    print: bool,
+    key: &mut Vec<u8>,
+    value: &mut Vec<u8>,
+) -> Outcome<bool> {
+    if !input.next()? {
+        return Err(input.unexpected_end("a key line or DATA=END"));
     }
-    Ok(())
+    if input.line.first() != Some(&b' ') {
+        if input.line == b"DATA=END" {
+            return Ok(false);
+        }
+        return Err(input.error(format!(
+            "expected a key line (a space, then the key) or DATA=END, found {}",
+            input.shown()
+        )));
+    }
+    decode(input, 1, print, key)?;
+    if !input.next()? {
+        return Err(input.unexpected_end(&format!("the value of the key on line {}", input.number)));
+    }
+    if input.line.first() != Some(&b' ') {
+        return Err(input.error(format!(
+            "expected the value of the key on line {} (a space, then the value), found {}",
+            input.number - 1,
+            input.shown()
+        )));
+    }
+    decode(input, 1, print, value)?;
+    Ok(true)
+}
+
+/// `-T`: reads a key line and a value line (printable encoding, no leading space); false
+/// at the end of the input.
+fn next_plain_pair<R: BufRead>(
+    input: &mut Lines<R>,
+    key: &mut Vec<u8>,
+    value: &mut Vec<u8>,
+) -> Outcome<bool> {
+    if !input.next()? {
+        return Ok(false);
+    }
+    decode(input, 0, true, key)?;
+    if !input.next()? {
+        return Err(input.unexpected_end(&format!("the value of the key on line {}", input.number)));
+    }
+    decode(input, 0, true, value)?;
+    Ok(true)
 }

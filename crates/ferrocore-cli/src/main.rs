@@ -6,8 +6,9 @@
 //!   `mdb_stat`.
 //! - `ferrocore dump [-a|-s NAME] [-l] [-p] [-n] [-f FILE] PATH`: DBs as text, as
 //!   `mdb_dump` writes them.
-//! - `ferrocore load [-f FILE] [-n] [-s NAME] [-N] [-T] PATH`: that text back into an
-//!   environment, as `mdb_load`, in one write txn.
+//! - `ferrocore load [-f FILE] [-n] [-s NAME] [-N] [-T] [--memory SIZE] PATH`: that text
+//!   back into an environment, as `mdb_load`, in one write txn; an empty DB is built
+//!   bottom-up (out-of-order input sorted externally within `--memory`).
 //! - `ferrocore copy [-c] [-n] [-v] SRC [DST]`: copies the data file, as `mdb_copy`; `-c`
 //!   compacts it (no free pages), `-v` copies the snapshot before the latest.
 //! - `ferrocore drop [-d] [-s NAME] [-n] PATH`: empties a DB, or deletes a named one, as
@@ -26,6 +27,7 @@ mod dump;
 mod envpath;
 mod failure;
 mod load;
+mod load_pairs;
 mod output;
 mod stat;
 mod text;

@@ -60,6 +60,11 @@ pub enum Error {
     BadDbi,
     /// An argument is invalid (`EINVAL`).
     InvalidArgument(&'static str),
+    /// Input to a bulk load (`WriteTxn::bulk_loader`) is not in the DB's order: item
+    /// `index` (counting from 0) is not after the one before it, as `what` says. Reported
+    /// through the C ABI as `MDB_KEYEXIST`, the code LMDB's `MDB_APPEND` gives out-of-order
+    /// input.
+    Unsorted { index: u64, what: &'static str },
     /// An operating system error.
     Io(io::Error),
     /// A commit failed at `step` with the OS error `source`; the txn must be aborted, and
@@ -94,6 +99,7 @@ impl Error {
             Error::BadValSize { .. } => -30781,
             Error::BadDbi => -30780,
             Error::InvalidArgument(_) => libc::EINVAL,
+            Error::Unsorted { .. } => -30799,
             Error::Io(e) | Error::Commit { source: e, .. } => e.raw_os_error().unwrap_or(libc::EIO),
         }
     }
@@ -137,6 +143,10 @@ impl fmt::Display for Error {
             ),
             Error::BadDbi => write!(f, "MDB_BAD_DBI: The specified DBI handle was closed/changed unexpectedly"),
             Error::InvalidArgument(why) => write!(f, "Invalid argument: {why}"),
+            Error::Unsorted { index, what } => write!(
+                f,
+                "bulk load input out of order: item {index} (counting from 0): {what}"
+            ),
             Error::Io(e) => write!(f, "I/O error: {e}"),
             Error::Commit { step, source } => {
                 let after = if step.failure_poisons() {

@@ -23,8 +23,10 @@
 //! `cursor` (tree algorithms and LMDB's cursor moves), `dupsort` (sorted duplicates),
 //! `catalog` (named DBs and their orders), `freelist` (free pages), `txn` (transactions),
 //! `commit` (the commit's I/O steps), `env` (open, stat, info), `seqcache` (lock-free
-//! caches shared by txns), `io` (the map, the data-file seam, fault injection), `lock` (LMDB 0.9's lock file: reader table, writer mutex, one descriptor per
-//! process), `check` (integrity checker), `compact` (the compacting copy).
+//! caches shared by txns), `io` (the map, the data-file seam, fault injection), `lock`
+//! (LMDB 0.9's lock file: reader table, writer mutex, one descriptor per process), `check`
+//! (integrity checker), `compact` (the compacting copy), `bulk` (bottom-up bulk load from
+//! sorted input), `extsort` (external sort of unsorted input for it).
 
 // `unsafe` lives only in `io` (the map), `lock` (the shared lock file), `env` (the
 // contract of `open`, `sysconf`) and one block of `store` (a WRITE_MAP txn's page in the
@@ -32,6 +34,7 @@
 #![deny(unsafe_code)]
 
 pub mod btree;
+pub mod bulk;
 pub mod catalog;
 pub mod check;
 pub mod commit;
@@ -42,6 +45,7 @@ pub mod dupsort;
 #[allow(unsafe_code)]
 pub mod env;
 pub mod error;
+pub mod extsort;
 pub mod freelist;
 #[allow(unsafe_code)]
 pub mod io;
@@ -53,10 +57,12 @@ pub mod seqcache;
 pub mod store;
 pub mod txn;
 
+pub use bulk::{BulkLoader, BulkOptions, BulkSummary, Duplicates};
 pub use commit::CommitStep;
 pub use detached::{CursorOp, DetachedCursor, TxnRef};
 pub use env::{env_flags, long_key_max, Env, EnvInfo, EnvOptions, Stat};
 pub use error::{Error, Result};
+pub use extsort::{ExternalSort, SortOptions, SortedItem, SortedItems};
 pub use txn::{
     put_flags, Cursor, Database, InactiveReadTxn, Item, NestedLevel, NestedTxn, ReadTxn,
     WriteCursor, WriteTxn,

@@ -507,6 +507,24 @@ impl<'e> DirtyPages<'e> {
         }
     }
 
+    /// Exchanges the buffer of the single dirty page `pgno` with `buf` (of one page), with
+    /// no copy: the bulk loader builds a page in its own buffer, makes it the page's
+    /// content, and builds the next one in the buffer it gets back.
+    pub fn swap_page(&mut self, pgno: u64, buf: &mut Box<[u8]>) {
+        if !self.nested.is_empty() {
+            self.save_for_nested(pgno);
+        }
+        match self.dirty.get_mut(&pgno) {
+            Some(PageBuf::Heap(page)) => {
+                assert_eq!(page.len(), buf.len(), "swap_page takes one page");
+                std::mem::swap(page, buf);
+            }
+            // Under WRITE_MAP the page lives in the map: copy it there.
+            Some(PageBuf::Mapped(_)) => self.dirty_mut(pgno).copy_from_slice(buf),
+            None => panic!("page {pgno} is not dirty"),
+        }
+    }
+
     /// Reads the base snapshot's copy of a page, bypassing dirty copies.
     pub fn snapshot_pages(&self, pgno: u64, count: usize) -> Result<&'e [u8]> {
         map_pages(self.map, self.page_size, self.snapshot_end, pgno, count)

@@ -1498,6 +1498,40 @@ impl<'env> WriteTxn<'env> {
         stat_of(&self.main_db, self.env.page_size)
     }
 
+    /// Starts a bulk load of `db`: items pushed in the DB's order build it bottom-up if it
+    /// is empty (full pages, no splits), or are put into it if it has data. See
+    /// [`crate::bulk`].
+    pub fn bulk_loader(
+        &mut self,
+        db: Database,
+        options: crate::bulk::BulkOptions,
+    ) -> Result<crate::bulk::BulkLoader<'_, 'env>> {
+        crate::bulk::BulkLoader::begin(self, db, options)
+    }
+
+    /// For `bulk`: `db`'s record and orders, loaded for writing.
+    pub(crate) fn bulk_target(&mut self, db: Database) -> Result<(DbRecord, Orders)> {
+        self.check_usable()?;
+        let (record, orders) = self.tree_mut(db)?;
+        Ok((*record, orders))
+    }
+
+    /// For `bulk`: the txn's pages.
+    pub(crate) fn bulk_pages(&mut self) -> &mut DirtyPages<'env> {
+        &mut self.pages
+    }
+
+    /// For `bulk`: stores the record of a DB it built (loaded by `bulk_target`).
+    pub(crate) fn bulk_set_record(&mut self, db: Database, record: DbRecord) {
+        self.set_record(db, record);
+        self.changes = self.changes.wrapping_add(1);
+    }
+
+    /// The longest key (and DUPSORT value) this environment takes.
+    pub(crate) fn max_key_size(&self) -> usize {
+        self.env.max_key_size
+    }
+
     /// Commits: every change becomes durable (unless `NO_SYNC`) and visible atomically.
     pub fn commit(mut self) -> Result<()> {
         self.check_usable()?;

@@ -1,10 +1,11 @@
 //! ferrocore through its Rust API: `EnvOptions` (no explicit map size: the map grows on
 //! demand, ferrocore's recommended way), one `WriteTxn` per batch, `put_flags::APPEND`
-//! for sorted loads, `ReadTxn` per read pass, cursors for scans and ranges.
+//! for sorted loads, the bottom-up bulk loader for W2 bulk, `ReadTxn` per read pass,
+//! cursors for scans and ranges.
 
 use std::path::Path;
 
-use ferrocore::{db_flags, env_flags, put_flags, Database, Env, EnvOptions};
+use ferrocore::{db_flags, env_flags, put_flags, BulkOptions, Database, Env, EnvOptions};
 
 use super::{Config, Engine, INDEX_NAMES};
 use crate::data::{IndexedEntry, Keys};
@@ -60,6 +61,18 @@ impl Engine for Ferro {
         for k in keys.iter() {
             txn.put(Database::MAIN, k, value, flags).unwrap();
         }
+        txn.commit().unwrap();
+    }
+
+    fn bulk_load(&mut self, keys: Keys<'_>, value: &[u8]) {
+        let mut txn = self.env.begin_write().unwrap();
+        let mut loader = txn
+            .bulk_loader(Database::MAIN, BulkOptions::default())
+            .unwrap();
+        for k in keys.iter() {
+            loader.push(k, value).unwrap();
+        }
+        loader.finish().unwrap();
         txn.commit().unwrap();
     }
 

@@ -65,6 +65,8 @@ impl Kind {
 
     /// The engines every workload runs on.
     pub const MAIN: [Kind; 4] = [Kind::Ferrocore, Kind::Lmdb, Kind::Redb, Kind::Sqlite];
+    /// The bulk loaders: ferrocore's bottom-up loader against LMDB's MDB_APPEND (W2 bulk).
+    pub const BULK: [Kind; 3] = [Kind::Ferrocore, Kind::Lmdb, Kind::LmdbWritemap];
     /// With the WRITEMAP variants, for the workloads where LMDB's WRITEMAP matters (W2,
     /// W6, W7).
     pub const WITH_WRITEMAP: [Kind; 6] = [
@@ -98,6 +100,12 @@ pub trait Engine {
     /// keys are sorted and beyond every stored key (LMDB's and ferrocore's APPEND flag;
     /// engines without an append mode insert normally).
     fn put_batch(&mut self, keys: Keys<'_>, value: &[u8], append: bool);
+    /// One write transaction loading the sorted `keys` (each with `value`) into the empty
+    /// main DB, then commit: the engine's fastest way to fill a DB from sorted data
+    /// (ferrocore's bottom-up bulk loader; elsewhere puts with the APPEND flag).
+    fn bulk_load(&mut self, keys: Keys<'_>, value: &[u8]) {
+        self.put_batch(keys, value, true);
+    }
     /// One write transaction deleting every key, then commit.
     fn delete_batch(&mut self, keys: Keys<'_>);
     /// One read transaction looking up every key; returns the total value bytes found.
