@@ -116,7 +116,9 @@ impl ItemLimits {
     }
 }
 
-/// How the loader stores items.
+/// How the loader stores items. (One per load: the builder's size does not matter, and
+/// a box would put an indirection on every push.)
+#[allow(clippy::large_enum_variant)]
 enum Path {
     /// The DB was empty: it is built bottom-up.
     Build {
