@@ -338,7 +338,7 @@ fn take_last_of(store: &mut DirtyPages<'_>, page: &mut OpenPage, prev: u64) -> R
     let child = PageView::parse(&page.buf, 0)?.child(0)?;
     edit::init(&mut page.buf, 0, page_flags::BRANCH);
     let ok = edit::insert_node(&mut page.buf, 0, &[], NodeValue::Child(moved))
-        && edit::insert_node(&mut page.buf, 1, &page.first_key.clone(), NodeValue::Child(child));
+        && edit::insert_node(&mut page.buf, 1, &page.first_key, NodeValue::Child(child));
     if !ok {
         return Err(Error::PageFull);
     }
