@@ -300,7 +300,13 @@ impl<'t, 'env> BulkLoader<'t, 'env> {
                 tree.push(store, key, 0, value)
             }
             (Path::Build { tree, dups: None }, _) => tree.push(store, key, 0, value),
-            (Path::Build { tree, dups: Some(d) }, Step::NewKey) => d.start_key(store, tree, key, value),
+            (
+                Path::Build {
+                    tree,
+                    dups: Some(d),
+                },
+                Step::NewKey,
+            ) => d.start_key(store, tree, key, value),
             (Path::Build { dups: Some(d), .. }, _) => d.add_value(store, value),
         }
     }

@@ -155,8 +155,12 @@ impl TreeBuilder {
         let run = {
             let page = PageView::parse(&self.leaf.buf, 0)?;
             let node = page.node(n - 1)?;
-            (node.flags & node_flags::BIGDATA != 0)
-                .then(|| (node.overflow_pgno(), overflow_pages(self.page_size, node.data_size())))
+            (node.flags & node_flags::BIGDATA != 0).then(|| {
+                (
+                    node.overflow_pgno(),
+                    overflow_pages(self.page_size, node.data_size()),
+                )
+            })
         };
         if let Some((pgno, count)) = run {
             store.free(pgno, count)?;
@@ -231,7 +235,12 @@ impl TreeBuilder {
         } else {
             key
         };
-        let ok = edit::insert_node(&mut page.buf, page.nodes, stored_key, NodeValue::Child(child));
+        let ok = edit::insert_node(
+            &mut page.buf,
+            page.nodes,
+            stored_key,
+            NodeValue::Child(child),
+        );
         debug_assert!(ok, "has_room checked the node fits");
         if !ok {
             return Err(Error::PageFull);
