@@ -17,6 +17,9 @@ use ferrocore::{
 
 use crate::failure::{Failure, Outcome};
 
+/// A pair read from the input: key, value, and its input line.
+type LinePair = (Vec<u8>, Vec<u8>, u64);
+
 /// A section's pairs, read one at a time.
 pub trait PairSource {
     /// Reads the next pair into `key` and `value`; false at the end of the section.
@@ -102,7 +105,7 @@ fn stream(
     txn: &mut WriteTxn<'_>,
     db: Database,
     pairs: &mut dyn PairSource,
-) -> Outcome<Option<(Vec<u8>, Vec<u8>, u64)>> {
+) -> Outcome<Option<LinePair>> {
     let mut loader = txn
         .bulk_loader(db, bulk_options())
         .map_err(|e| refused(pairs.line(), &e))?;
@@ -128,7 +131,7 @@ fn sort_and_build(
     db: Database,
     mode: LoadMode,
     pairs: &mut dyn PairSource,
-    first: (Vec<u8>, Vec<u8>, u64),
+    first: LinePair,
 ) -> Outcome {
     let options = SortOptions {
         memory_bytes: mode.memory_bytes,

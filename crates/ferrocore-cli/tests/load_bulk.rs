@@ -45,7 +45,10 @@ fn sections() -> Sections {
         ("dups", db_flags::DUP_SORT, dups),
         (
             "fixed",
-            db_flags::DUP_SORT | db_flags::DUP_FIXED | db_flags::INTEGER_DUP | db_flags::INTEGER_KEY,
+            db_flags::DUP_SORT
+                | db_flags::DUP_FIXED
+                | db_flags::INTEGER_DUP
+                | db_flags::INTEGER_KEY,
             fixed,
         ),
     ]
@@ -148,7 +151,10 @@ fn a_dump_loads_bottom_up_and_dumps_back_the_same() {
     for name in ["plain", "dups", "fixed"] {
         let (put, bulk) = (stat_of(source.path(), name), stat_of(target.path(), name));
         assert_eq!(put.entries, bulk.entries, "{name}");
-        assert!(bulk.leaf_pages < put.leaf_pages, "{name}: {bulk:?} vs {put:?}");
+        assert!(
+            bulk.leaf_pages < put.leaf_pages,
+            "{name}: {bulk:?} vs {put:?}"
+        );
     }
     if let Some(tools) = LmdbTools::find("a_dump_loads_bottom_up_and_dumps_back_the_same") {
         assert_eq!(tools.dump(&["-a"], target.path()), text, "LMDB's mdb_dump");
@@ -168,7 +174,10 @@ fn input_out_of_order_is_sorted_within_the_memory_budget() {
         load(&["--memory", memory], target.path(), &mixed);
         assert_eq!(dump(&["-a"], target.path()), text, "--memory {memory}");
         open(target.path()).check().expect("check");
-        let (put, bulk) = (stat_of(source.path(), "plain"), stat_of(target.path(), "plain"));
+        let (put, bulk) = (
+            stat_of(source.path(), "plain"),
+            stat_of(target.path(), "plain"),
+        );
         assert!(bulk.leaf_pages < put.leaf_pages, "{bulk:?} vs {put:?}");
     }
 }
@@ -177,11 +186,22 @@ fn input_out_of_order_is_sorted_within_the_memory_budget() {
 fn a_repeated_key_keeps_its_last_value_in_order_or_not() {
     let dir = tempfile::tempdir().unwrap();
     // In order (the streaming path), then out of order (the sort path).
-    load(&["-T", "-s", "a"], dir.path(), b"k1\nfirst\nk1\nlast\nk2\nv\n");
-    load(&["-T", "-s", "b"], dir.path(), b"k2\nv\nk1\nfirst\nk1\nlast\n");
+    load(
+        &["-T", "-s", "a"],
+        dir.path(),
+        b"k1\nfirst\nk1\nlast\nk2\nv\n",
+    );
+    load(
+        &["-T", "-s", "b"],
+        dir.path(),
+        b"k2\nv\nk1\nfirst\nk1\nlast\n",
+    );
     for name in ["a", "b"] {
         let text = String::from_utf8(dump(&["-p", "-s", name], dir.path())).unwrap();
-        assert!(text.contains("\n k1\n last\n k2\n v\nDATA=END\n"), "{name}: {text}");
+        assert!(
+            text.contains("\n k1\n last\n k2\n v\nDATA=END\n"),
+            "{name}: {text}"
+        );
     }
     // A DB with data takes puts; the result is the same.
     load(&["-T", "-s", "a"], dir.path(), b"k0\nzero\nk1\nnewer\n");

@@ -230,7 +230,11 @@ impl ExternalSort {
             runs = merged;
         }
         let buffer = self.read_buffer(runs.len());
-        Ok(SortedItems(Source::Merge(Merger::new(self.orders, runs, buffer)?)))
+        Ok(SortedItems(Source::Merge(Merger::new(
+            self.orders,
+            runs,
+            buffer,
+        )?)))
     }
 
     /// Read buffer per run when `runs` are merged: a share of the budget.
@@ -348,7 +352,9 @@ impl RunReader {
         self.tag = u64::from_le_bytes(header[8..].try_into().expect("8 bytes"));
         self.key_len = key_len;
         self.pair.resize(key_len + value_len, 0);
-        self.reader.read_exact(&mut self.pair).map_err(|_| truncated())?;
+        self.reader
+            .read_exact(&mut self.pair)
+            .map_err(|_| truncated())?;
         Ok(true)
     }
 
@@ -469,9 +475,14 @@ mod tests {
         let mut x = seed;
         (0..n)
             .map(|i| {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 let k = (x >> 40) % (n / 3 + 1); // repeats on purpose
-                (k.to_be_bytes().to_vec(), i.to_le_bytes()[..(i % 5) as usize].to_vec())
+                (
+                    k.to_be_bytes().to_vec(),
+                    i.to_le_bytes()[..(i % 5) as usize].to_vec(),
+                )
             })
             .collect()
     }
@@ -524,11 +535,24 @@ mod tests {
         sort.push(b"ab", &5u32.to_le_bytes()).unwrap();
         sort.push(b"zz", &vec![1u8; 10_000]).unwrap();
         sort.push(b"ba", &2u32.to_le_bytes()).unwrap();
-        assert_eq!(sort.runs_written(), 2, "the pairs before it, then the big one");
+        assert_eq!(
+            sort.runs_written(),
+            2,
+            "the pairs before it, then the big one"
+        );
         let got = drain(&mut sort.finish().unwrap());
         let keys: Vec<(&[u8], u64)> = got.iter().map(|(k, _, t)| (&k[..], *t)).collect();
         // Reverse key order: "ba" < "ab" < "zz"; values of a key by integer order.
-        assert_eq!(keys, [(&b"ba"[..], 4), (b"ba", 1), (b"ab", 2), (b"ab", 0), (b"zz", 3)]);
+        assert_eq!(
+            keys,
+            [
+                (&b"ba"[..], 4),
+                (b"ba", 1),
+                (b"ab", 2),
+                (b"ab", 0),
+                (b"zz", 3)
+            ]
+        );
         assert_eq!(got[4].1.len(), 10_000);
     }
 }

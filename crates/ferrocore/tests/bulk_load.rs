@@ -158,10 +158,14 @@ fn forms(env: &Env, name: Option<&str>) -> Vec<(Vec<u8>, u16)> {
     let rec = match name {
         None => meta.main_db,
         Some(n) => {
-            let (_, data) =
-                ferrocore::btree::get_node(&src, &meta.main_db, KeyCmp::Lexicographic, n.as_bytes())
-                    .unwrap()
-                    .expect("named DB record");
+            let (_, data) = ferrocore::btree::get_node(
+                &src,
+                &meta.main_db,
+                KeyCmp::Lexicographic,
+                n.as_bytes(),
+            )
+            .unwrap()
+            .expect("named DB record");
             DbRecord::decode(data)
         }
     };
@@ -197,7 +201,9 @@ fn assert_same<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: &str
 fn lmdb_scan(path: &Path, name: Option<&str>, flags: u16) -> Vec<Pair> {
     let env = lmdb::Env::open_with_max_dbs(path, LMDB_MAP_SIZE, 8);
     let mut txn = env.begin(false);
-    let dbi = txn.open_db(name, u32::from(flags)).expect("LMDB opens the DB");
+    let dbi = txn
+        .open_db(name, u32::from(flags))
+        .expect("LMDB opens the DB");
     txn.scan(dbi)
 }
 
@@ -212,7 +218,11 @@ fn mdb_dump(path: &Path, name: Option<&str>) -> Option<String> {
         cmd.args(["-s", n]);
     }
     let out = cmd.arg(path).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     Some(
         text.lines()
@@ -230,13 +240,21 @@ fn compare(t: Target, pairs: &[Pair], options: BulkOptions) -> (ferrocore::Stat,
     let items = put_all(&puts, t, pairs);
     let db = bulk_all(&bulk, t, &items, options);
     verify(&bulk, db, &items);
-    assert_same(&forms(&bulk, t.name), &forms(&puts, t.name), "forms of the values");
+    assert_same(
+        &forms(&bulk, t.name),
+        &forms(&puts, t.name),
+        "forms of the values",
+    );
     let stats = (
         puts.begin_read().unwrap().db_stat(db_of(&puts, t)).unwrap(),
         bulk.begin_read().unwrap().db_stat(db).unwrap(),
     );
     drop((puts, bulk));
-    assert_same(&lmdb_scan(dir_b.path(), t.name, t.flags), &items, "LMDB's scan");
+    assert_same(
+        &lmdb_scan(dir_b.path(), t.name, t.flags),
+        &items,
+        "LMDB's scan",
+    );
     if let Some(ours) = mdb_dump(dir_b.path(), t.name) {
         assert_eq!(Some(ours), mdb_dump(dir_a.path(), t.name), "mdb_dump");
     }
@@ -373,7 +391,14 @@ fn dupsort_sub_pages_and_sub_dbs() {
             let len = 1 + r.below(40);
             r.bytes(len)
         });
-        compare(Target { name: Some(name), flags }, &data, BulkOptions::default());
+        compare(
+            Target {
+                name: Some(name),
+                flags,
+            },
+            &data,
+            BulkOptions::default(),
+        );
     }
     let t = Target {
         name: Some("forms"),
@@ -389,7 +414,11 @@ fn dupsort_sub_pages_and_sub_dbs() {
     let env2 = open(env2dir.path());
     bulk_all(&env2, t, &items, BulkOptions::default());
     let kinds: Vec<u16> = forms(&env2, t.name).into_iter().map(|(_, f)| f).collect();
-    for kind in [0, node_flags::DUPDATA, node_flags::DUPDATA | node_flags::SUBDATA] {
+    for kind in [
+        0,
+        node_flags::DUPDATA,
+        node_flags::DUPDATA | node_flags::SUBDATA,
+    ] {
         assert!(kinds.contains(&kind), "no key with form {kind:#x}");
     }
 }
@@ -498,7 +527,10 @@ fn keep_last_replaces_a_repeated_key_and_frees_its_overflow_run() {
     env.check().unwrap();
     let txn = env.begin_read().unwrap();
     assert_eq!(txn.get(Database::MAIN, b"a").unwrap(), Some(&b"small"[..]));
-    assert_eq!(txn.get(Database::MAIN, b"b").unwrap(), Some(&[2u8; 5000][..]));
+    assert_eq!(
+        txn.get(Database::MAIN, b"b").unwrap(),
+        Some(&[2u8; 5000][..])
+    );
     assert_eq!(txn.db_stat(Database::MAIN).unwrap().overflow_pages, 2);
 }
 
@@ -548,7 +580,9 @@ fn pages_come_from_the_free_list() {
     txn.commit().unwrap();
     let mut txn = env.begin_write().unwrap();
     txn.drop_db(Database::MAIN, false).unwrap();
-    let mut loader = txn.bulk_loader(Database::MAIN, BulkOptions::default()).unwrap();
+    let mut loader = txn
+        .bulk_loader(Database::MAIN, BulkOptions::default())
+        .unwrap();
     for (k, v) in &items {
         loader.push(k, v).unwrap();
     }
@@ -570,10 +604,13 @@ fn reverse_cmp(a: &[u8], b: &[u8]) -> Ordering {
 fn a_custom_comparator_orders_the_input() {
     let dir = tempfile::tempdir().unwrap();
     let env = open(dir.path());
-    let db = db_of(&env, Target {
-        name: Some("custom"),
-        flags: 0,
-    });
+    let db = db_of(
+        &env,
+        Target {
+            name: Some("custom"),
+            flags: 0,
+        },
+    );
     env.set_compare(db, reverse_cmp).unwrap();
     let mut keys: Vec<Vec<u8>> = plain(3_000, 13, 10, 0).into_iter().map(|p| p.0).collect();
     keys.sort_by(|a, b| reverse_cmp(a, b));
@@ -586,7 +623,10 @@ fn a_custom_comparator_orders_the_input() {
     // Lexicographic order is out of order here.
     let mut lex = keys.clone();
     lex.sort();
-    assert!(matches!(loader.push(&lex[0], b""), Err(Error::Unsorted { .. })));
+    assert!(matches!(
+        loader.push(&lex[0], b""),
+        Err(Error::Unsorted { .. })
+    ));
     loader.finish().unwrap();
     txn.commit().unwrap();
     let items: Vec<Pair> = keys.iter().map(|k| (k.clone(), k.clone())).collect();
@@ -618,7 +658,12 @@ fn external_sort_with_a_tiny_budget_feeds_the_loader() {
         for (k, v) in &data {
             sort.push(k, v).unwrap();
         }
-        assert_eq!(sort.runs_written() > 10, memory == 4096, "{}", sort.runs_written());
+        assert_eq!(
+            sort.runs_written() > 10,
+            memory == 4096,
+            "{}",
+            sort.runs_written()
+        );
         let mut sorted = sort.finish().unwrap();
         txn.drop_db(db, false).unwrap();
         let mut loader = txn.bulk_loader(db, BulkOptions::default()).unwrap();

@@ -116,7 +116,9 @@ impl ItemLimits {
     }
 }
 
-/// How the loader stores items.
+/// How the loader stores items. (One per load: the builder's size does not matter, and
+/// a box would put an indirection on every push.)
+#[allow(clippy::large_enum_variant)]
 enum Path {
     /// The DB was empty: it is built bottom-up.
     Build {
@@ -298,7 +300,13 @@ impl<'t, 'env> BulkLoader<'t, 'env> {
                 tree.push(store, key, 0, value)
             }
             (Path::Build { tree, dups: None }, _) => tree.push(store, key, 0, value),
-            (Path::Build { tree, dups: Some(d) }, Step::NewKey) => d.start_key(store, tree, key, value),
+            (
+                Path::Build {
+                    tree,
+                    dups: Some(d),
+                },
+                Step::NewKey,
+            ) => d.start_key(store, tree, key, value),
             (Path::Build { dups: Some(d), .. }, _) => d.add_value(store, value),
         }
     }

@@ -155,8 +155,12 @@ impl TreeBuilder {
         let run = {
             let page = PageView::parse(&self.leaf.buf, 0)?;
             let node = page.node(n - 1)?;
-            (node.flags & node_flags::BIGDATA != 0)
-                .then(|| (node.overflow_pgno(), overflow_pages(self.page_size, node.data_size())))
+            (node.flags & node_flags::BIGDATA != 0).then(|| {
+                (
+                    node.overflow_pgno(),
+                    overflow_pages(self.page_size, node.data_size()),
+                )
+            })
         };
         if let Some((pgno, count)) = run {
             store.free(pgno, count)?;
@@ -231,7 +235,12 @@ impl TreeBuilder {
         } else {
             key
         };
-        let ok = edit::insert_node(&mut page.buf, page.nodes, stored_key, NodeValue::Child(child));
+        let ok = edit::insert_node(
+            &mut page.buf,
+            page.nodes,
+            stored_key,
+            NodeValue::Child(child),
+        );
         debug_assert!(ok, "has_room checked the node fits");
         if !ok {
             return Err(Error::PageFull);
@@ -338,7 +347,7 @@ fn take_last_of(store: &mut DirtyPages<'_>, page: &mut OpenPage, prev: u64) -> R
     let child = PageView::parse(&page.buf, 0)?.child(0)?;
     edit::init(&mut page.buf, 0, page_flags::BRANCH);
     let ok = edit::insert_node(&mut page.buf, 0, &[], NodeValue::Child(moved))
-        && edit::insert_node(&mut page.buf, 1, &page.first_key.clone(), NodeValue::Child(child));
+        && edit::insert_node(&mut page.buf, 1, &page.first_key, NodeValue::Child(child));
     if !ok {
         return Err(Error::PageFull);
     }
