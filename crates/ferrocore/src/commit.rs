@@ -89,7 +89,10 @@ fn failed(env: &EnvInner, step: CommitStep, source: std::io::Error) -> Error {
 /// only announced to the data file (the fault-injecting one records it).
 pub(crate) fn write_data(env: &EnvInner, dirty: &[(u64, &[u8])], in_map: bool) -> Result<()> {
     let ps = env.page_size;
-    debug_assert!(dirty.windows(2).all(|w| w[0].0 < w[1].0), "dirty pages sorted");
+    debug_assert!(
+        dirty.windows(2).all(|w| w[0].0 < w[1].0),
+        "dirty pages sorted"
+    );
     let mut i = 0;
     while i < dirty.len() {
         let start = dirty[i].0;
@@ -99,7 +102,10 @@ pub(crate) fn write_data(env: &EnvInner, dirty: &[(u64, &[u8])], in_map: bool) -
             end += (dirty[j].1.len() / ps) as u64;
             j += 1;
         }
-        debug_assert!(j == dirty.len() || dirty[j].0 > end, "dirty buffers overlap");
+        debug_assert!(
+            j == dirty.len() || dirty[j].0 > end,
+            "dirty buffers overlap"
+        );
         let offset = start * ps as u64;
         let written = if in_map {
             env.data
@@ -173,9 +179,7 @@ pub(crate) fn write_and_flush_meta(env: &EnvInner, meta: &Meta) -> Result<()> {
             if no_sync(flags) || flags & env_flags::NO_META_SYNC != 0 {
                 return Ok(());
             }
-            env.data
-                .sync_data()
-                .map_err(|e| (CommitStep::FlushMeta, e))
+            env.data.sync_data().map_err(|e| (CommitStep::FlushMeta, e))
         });
     result.map_err(|(step, e)| {
         // The meta page is in doubt: put back what it held, so that no process opening the

@@ -69,10 +69,7 @@ pub enum Error {
     Io(io::Error),
     /// A commit failed at `step` with the OS error `source`; the txn must be aborted, and
     /// if [`CommitStep::failure_poisons`] the environment refuses writes until reopened.
-    Commit {
-        step: CommitStep,
-        source: io::Error,
-    },
+    Commit { step: CommitStep, source: io::Error },
 }
 
 impl Error {

@@ -256,7 +256,10 @@ impl<'e> DirtyPages<'e> {
         reclaim: crate::freelist::Reclaim,
         mapped: Option<MappedWrites<'e>>,
     ) -> Self {
-        assert!(mapped.is_none() || map.is_writable(), "WRITE_MAP needs a writable map");
+        assert!(
+            mapped.is_none() || map.is_writable(),
+            "WRITE_MAP needs a writable map"
+        );
         let SpareBuffers {
             pages: mut spare,
             dirty,

@@ -18,12 +18,12 @@ use std::sync::MutexGuard;
 
 use crate::btree::{self, KeyCmp, PutMode, TreeMut};
 use crate::catalog::{Orders, KNOWN_FLAGS};
+use crate::commit;
 use crate::cursor::{dup_value, CursorCore, DupPos};
 use crate::dupsort::{self, DupTree};
 use crate::env::{env_flags, EnvInner, Stat};
 use crate::error::{Error, Result};
 use crate::freelist::{self, Reclaim};
-use crate::commit;
 use crate::lock::mutex::Locked;
 use crate::lock::LockFile;
 use crate::meta::{DbRecord, Meta, META_WRITE_SIZE};
@@ -1577,7 +1577,11 @@ impl<'env> WriteTxn<'env> {
         let env = self.env;
         let next_pgno = self.pages.next_pgno;
         commit::grow_file(env, next_pgno)?;
-        commit::write_data(env, &self.pages.sorted_dirty(), self.pages.writes_through_map())?;
+        commit::write_data(
+            env,
+            &self.pages.sorted_dirty(),
+            self.pages.writes_through_map(),
+        )?;
         commit::flush_data(env)?;
         let meta = Meta {
             address: self.base.address,

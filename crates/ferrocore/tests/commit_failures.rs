@@ -32,7 +32,8 @@ fn commit_base(env: &Env) -> Vec<(Vec<u8>, Vec<u8>)> {
     for round in 0..3u32 {
         let mut txn = env.begin_write().unwrap();
         for i in round * 100..(round + 1) * 100 {
-            txn.put(Database::MAIN, &key(i), &[round as u8; 60], 0).unwrap();
+            txn.put(Database::MAIN, &key(i), &[round as u8; 60], 0)
+                .unwrap();
         }
         txn.commit().unwrap();
     }
@@ -142,14 +143,22 @@ fn fail_each_step(flags: u32) {
             match failing_change(&env) {
                 Err(Error::Commit { step: s, source }) => {
                     assert_eq!(s, step, "{context}");
-                    assert_eq!(source.raw_os_error(), Some(expected_errno(fault)), "{context}");
+                    assert_eq!(
+                        source.raw_os_error(),
+                        Some(expected_errno(fault)),
+                        "{context}"
+                    );
                 }
                 other => panic!("{context}: commit gave {other:?}"),
             }
-            assert!(inj.calls() > call, "{context}: the planned call was never made");
+            assert!(
+                inj.calls() > call,
+                "{context}: the planned call was never made"
+            );
             // Readers see the last commit, poisoned or not.
             assert!(contents(&env) == base, "{context}: readers see other data");
-            env.check().unwrap_or_else(|e| panic!("{context}: check: {e}"));
+            env.check()
+                .unwrap_or_else(|e| panic!("{context}: check: {e}"));
             // A power cut now, keeping all or none of what was not flushed: the last commit
             // in full sync mode. With NO_META_SYNC the last commit's meta may not be on the
             // disk (a failed flush loses it for good), so the commit before may be back.
@@ -180,17 +189,24 @@ fn fail_each_step(flags: u32) {
                 );
             } else {
                 let mut txn = env.begin_write().unwrap();
-                txn.put(Database::MAIN, b"after", b"the failure", 0).unwrap();
+                txn.put(Database::MAIN, b"after", b"the failure", 0)
+                    .unwrap();
                 txn.commit().unwrap();
                 txn = env.begin_write().unwrap();
                 txn.delete(Database::MAIN, b"after").unwrap();
                 txn.commit().unwrap();
-                assert!(contents(&env) == base, "{context}: other data after a later commit");
+                assert!(
+                    contents(&env) == base,
+                    "{context}: other data after a later commit"
+                );
             }
             // Reopened, the environment holds the last commit and takes writes again.
             drop(env);
             let env = open(dir.path(), flags, None);
-            assert!(contents(&env) == base, "{context}: other data after reopening");
+            assert!(
+                contents(&env) == base,
+                "{context}: other data after reopening"
+            );
             env.check().unwrap();
             let mut txn = env.begin_write().unwrap();
             txn.put(Database::MAIN, b"after", b"reopen", 0).unwrap();
@@ -199,7 +215,10 @@ fn fail_each_step(flags: u32) {
         }
     }
     let want: usize = steps.iter().map(|&(s, _)| faults_for(s).len()).sum();
-    assert!(tried == want && want >= 6, "{tried} failures tried over {steps:?}");
+    assert!(
+        tried == want && want >= 6,
+        "{tried} failures tried over {steps:?}"
+    );
 }
 
 #[test]
@@ -226,7 +245,10 @@ fn commit_errors_name_the_step_and_the_consequence() {
     };
     let text = e.to_string();
     assert!(text.contains("flushing the data pages"), "{text}");
-    assert!(text.contains("refuses writes until it is reopened"), "{text}");
+    assert!(
+        text.contains("refuses writes until it is reopened"),
+        "{text}"
+    );
     assert_eq!(e.lmdb_code(), libc::EIO);
     let e = Error::Commit {
         step: CommitStep::WriteData,

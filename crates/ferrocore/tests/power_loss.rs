@@ -11,9 +11,12 @@
 //!
 //! `FERROCORE_POWER_SEEDS=n` runs n workloads per mode instead of the default.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use common::Rng;
 use ferrocore::io::fault::{CallKind, Cut, FaultInjector};
 use ferrocore::{db_flags, env_flags, Database, Env, EnvOptions, Result};
 
@@ -22,23 +25,6 @@ type State = BTreeMap<(u8, Vec<u8>), Vec<Vec<u8>>>;
 
 const NAMED: &str = "named";
 const DUPS: &str = "dups";
-
-/// splitmix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// What a power cut may take from the environment under test.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -105,9 +91,9 @@ fn open_with(dir: &std::path::Path, flags: u32, injector: Option<&FaultInjector>
 
 fn value(rng: &mut Rng, big: bool) -> Vec<u8> {
     let len = if big {
-        4096 + rng.below(6000) as usize
+        4096 + rng.below(6000)
     } else {
-        8 + rng.below(120) as usize
+        8 + rng.below(120)
     };
     let fill = rng.next() as u8;
     (0..len).map(|i| fill.wrapping_add(i as u8)).collect()
@@ -212,10 +198,7 @@ fn read_state(env: &Env) -> Result<State> {
             if d == 0 && (k == NAMED.as_bytes() || k == DUPS.as_bytes()) {
                 continue; // the named DBs' records
             }
-            state
-                .entry((d, k.to_vec()))
-                .or_default()
-                .push(v.to_vec());
+            state.entry((d, k.to_vec())).or_default().push(v.to_vec());
         }
     }
     Ok(state)

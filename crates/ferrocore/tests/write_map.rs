@@ -29,7 +29,8 @@ fn value(i: u32, round: u32) -> Vec<u8> {
 fn fill(env: &Env, round: u32, n: u32) {
     let mut txn = env.begin_write().unwrap();
     for i in 0..n {
-        txn.put(Database::MAIN, &key(i), &value(i, round), 0).unwrap();
+        txn.put(Database::MAIN, &key(i), &value(i, round), 0)
+            .unwrap();
     }
     for i in (0..n).step_by(5) {
         txn.delete(Database::MAIN, &key(i)).unwrap();
@@ -52,7 +53,10 @@ fn write_map_gives_the_same_data_and_the_same_tree_as_pwrite() {
         fill(&without, round, 3000);
     }
     let (tw, to) = (with.begin_read().unwrap(), without.begin_read().unwrap());
-    let (mut cw, mut co) = (tw.cursor(Database::MAIN).unwrap(), to.cursor(Database::MAIN).unwrap());
+    let (mut cw, mut co) = (
+        tw.cursor(Database::MAIN).unwrap(),
+        to.cursor(Database::MAIN).unwrap(),
+    );
     let mut n = 0;
     loop {
         let (x, y) = (cw.next().unwrap(), co.next().unwrap());
@@ -83,8 +87,10 @@ fn readers_keep_their_snapshot_while_the_writer_writes_in_the_map() {
         }
         v
     };
-    let copies: Vec<(Vec<u8>, Vec<u8>)> =
-        before.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+    let copies: Vec<(Vec<u8>, Vec<u8>)> = before
+        .iter()
+        .map(|(k, v)| (k.to_vec(), v.to_vec()))
+        .collect();
     for round in 1..8 {
         fill(&env, round, 2000);
     }
@@ -95,7 +101,10 @@ fn readers_keep_their_snapshot_while_the_writer_writes_in_the_map() {
     assert_eq!(again, &value(1, 0)[..]);
     drop(reader);
     let now = env.begin_read().unwrap();
-    assert_eq!(now.get(Database::MAIN, &key(1)).unwrap().unwrap(), &value(1, 7)[..]);
+    assert_eq!(
+        now.get(Database::MAIN, &key(1)).unwrap().unwrap(),
+        &value(1, 7)[..]
+    );
 }
 
 #[test]
@@ -111,7 +120,10 @@ fn an_aborted_write_map_txn_leaves_nothing() {
     txn.abort();
     assert_eq!(env.info().unwrap(), info);
     let txn = env.begin_read().unwrap();
-    assert_eq!(txn.get(Database::MAIN, &key(1)).unwrap().unwrap(), &value(1, 0)[..]);
+    assert_eq!(
+        txn.get(Database::MAIN, &key(1)).unwrap().unwrap(),
+        &value(1, 0)[..]
+    );
     assert_eq!(txn.get(Database::MAIN, &key(4000)).unwrap(), None);
     drop(txn);
     env.check().unwrap();
@@ -147,7 +159,10 @@ fn file_length_follows_lmdb_with_a_map_size_and_the_data_without() {
     let used = (env.info().unwrap().last_pgno + 1) * 4096;
     let len = file_len(dir.path());
     assert!(len >= used, "the file covers every page: {len} < {used}");
-    assert!(len <= used + used / 8 + (1 << 20) + 4096, "{len} for {used} used");
+    assert!(
+        len <= used + used / 8 + (1 << 20) + 4096,
+        "{len} for {used} used"
+    );
 }
 
 /// As LMDB: a read-only environment ignores WRITE_MAP.
@@ -155,7 +170,11 @@ fn file_length_follows_lmdb_with_a_map_size_and_the_data_without() {
 fn read_only_ignores_write_map() {
     let dir = tempfile::tempdir().unwrap();
     fill(&open(dir.path(), 0, None), 0, 10);
-    let env = open(dir.path(), env_flags::READ_ONLY | env_flags::WRITE_MAP, None);
+    let env = open(
+        dir.path(),
+        env_flags::READ_ONLY | env_flags::WRITE_MAP,
+        None,
+    );
     assert_eq!(env.flags() & env_flags::WRITE_MAP, 0);
     let txn = env.begin_read().unwrap();
     assert!(txn.get(Database::MAIN, &key(1)).unwrap().is_some());

@@ -75,6 +75,16 @@ enum Pending {
     SetLen(u64),
 }
 
+impl Pending {
+    /// Applies the change, whole, to `image`.
+    fn apply_to(&self, image: &mut Vec<u8>) {
+        match self {
+            Pending::Write { offset, bytes } => write_into(image, *offset, bytes),
+            Pending::SetLen(len) => image.resize(*len as usize, 0),
+        }
+    }
+}
+
 /// What the disk holds, and what it may yet hold: the state a cut is taken from.
 pub struct DiskState {
     durable: Vec<u8>,
@@ -106,9 +116,8 @@ impl DiskState {
             };
             match (change, keep) {
                 (_, Keep::None) => {}
-                (Pending::SetLen(len), _) => image.resize(*len as usize, 0),
-                (Pending::Write { offset, bytes }, Keep::All) => {
-                    write_into(&mut image, *offset, bytes);
+                (Pending::SetLen(_), _) | (Pending::Write { .. }, Keep::All) => {
+                    change.apply_to(&mut image)
                 }
                 (Pending::Write { offset, bytes }, Keep::SomeSectors) => {
                     // Sectors are aligned to the file, not to the write.
@@ -134,8 +143,7 @@ impl DiskState {
             let shared = recorded.len().min(self.live.len()).min(image.len());
             for start in (0..shared).step_by(SECTOR) {
                 let end = (start + SECTOR).min(shared);
-                if self.live[start..end] != recorded[start..end] && next_random(&mut rng) & 1 == 0
-                {
+                if self.live[start..end] != recorded[start..end] && next_random(&mut rng) & 1 == 0 {
                     image[start..end].copy_from_slice(&self.live[start..end]);
                 }
             }
@@ -146,12 +154,7 @@ impl DiskState {
     /// The durable bytes with every pending change applied.
     fn all_recorded(&self) -> Vec<u8> {
         let mut image = self.durable.clone();
-        for change in &self.pending {
-            match change {
-                Pending::Write { offset, bytes } => write_into(&mut image, *offset, bytes),
-                Pending::SetLen(len) => image.resize(*len as usize, 0),
-            }
-        }
+        self.pending.iter().for_each(|c| c.apply_to(&mut image));
         image
     }
 
@@ -391,14 +394,8 @@ impl DataFile for FaultyFile {
             disk.pending.clear();
             return Err(error(f));
         }
-        let DiskState {
-            durable, pending, ..
-        } = disk;
-        for change in pending.drain(..) {
-            match change {
-                Pending::Write { offset, bytes } => write_into(durable, offset, &bytes),
-                Pending::SetLen(len) => durable.resize(len as usize, 0),
-            }
+        for change in disk.pending.drain(..) {
+            change.apply_to(&mut disk.durable);
         }
         Ok(())
     }

@@ -2,8 +2,8 @@
 //! ([`Map`]), the seam every write goes through ([`DataFile`], with [`OsFile`] the real
 //! file), and a fault-injecting file for power-loss and failure tests ([`fault`]).
 
-mod file;
 pub mod fault;
+mod file;
 mod map;
 
 pub use file::{DataFile, OsFile, MAX_WRITE_BYTES};
