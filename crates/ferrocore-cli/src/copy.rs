@@ -98,7 +98,7 @@ pub fn run(args: &Args) -> Outcome {
 /// Writes the copy `args` ask for.
 fn copy(env: &Env, out: &mut dyn Write, args: &Args) -> ferrocore::Result<()> {
     match (args.previous, args.compact) {
-        (true, compact) => ferrocore::compact::copy_previous(env, out, compact),
+        (true, compact) => env.copy_previous(out, compact),
         (false, true) => env.copy_compact_to(out),
         (false, false) => env.copy_to(out),
     }

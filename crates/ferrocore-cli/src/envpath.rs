@@ -4,7 +4,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use ferrocore::meta::{DbRecord, Meta};
+use ferrocore::raw::{DbRecord, Meta};
 use ferrocore::{env_flags, Database, Env, EnvOptions, Error, ReadTxn};
 
 use crate::failure::{Failure, Outcome};

@@ -66,7 +66,7 @@ pub unsafe extern "C" fn mdb_env_create(env: *mut *mut MDB_env) -> c_int {
         let handle = Box::new(MDB_env {
             env: None,
             map_size: None,
-            max_readers: ferrocore::env::DEFAULT_MAX_READERS,
+            max_readers: ferrocore::DEFAULT_MAX_READERS,
             max_dbs: 0,
             flags: 0,
             path: None,
@@ -315,7 +315,7 @@ pub unsafe extern "C" fn mdb_env_set_maxdbs(env: *mut MDB_env, dbs: MDB_dbi) -> 
 /// The longest key (`mdb_env_get_maxkeysize`): 511, as in LMDB.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_get_maxkeysize(env: *mut MDB_env) -> c_int {
-    let mut size = ferrocore::env::LMDB_MAX_KEY_SIZE as c_int;
+    let mut size = ferrocore::LMDB_MAX_KEY_SIZE as c_int;
     guard_void(env, || {
         if let Some(open) = env.as_ref().and_then(|e| e.env.as_ref()) {
             size = open.max_key_size() as c_int;

@@ -10,9 +10,9 @@
 
 use std::collections::HashMap;
 
-use crate::btree::KeyCmp;
 use crate::db_flags;
 use crate::error::{Error, Result};
+use crate::order::{KeyCmp, Orders};
 
 /// Handles 0 and 1 are the free DB and the main DB; named DBs start here.
 pub const FIRST_NAMED: u32 = 2;
@@ -24,25 +24,6 @@ pub const KNOWN_FLAGS: u16 = db_flags::REVERSE_KEY
     | db_flags::DUP_FIXED
     | db_flags::INTEGER_DUP
     | db_flags::REVERSE_DUP;
-
-/// The orders of a DB: of its keys, and of its values if it is DUPSORT.
-#[derive(Clone, Copy, Debug)]
-pub struct Orders {
-    /// Key order.
-    pub key: KeyCmp,
-    /// Value order of a DUPSORT DB; `None` otherwise.
-    pub dup: Option<KeyCmp>,
-}
-
-impl Orders {
-    /// The orders LMDB uses for these DB flags.
-    pub fn for_flags(flags: u16) -> Orders {
-        Orders {
-            key: cmp_for_flags(flags),
-            dup: dup_order(flags),
-        }
-    }
-}
 
 /// One opened named DB.
 #[derive(Clone, Debug)]
@@ -68,30 +49,6 @@ pub struct Catalog {
     max_dbs: usize,
     /// Comparators the application set for the main DB.
     main_orders: Option<Orders>,
-}
-
-/// The key order LMDB uses for DB flags (no custom comparator).
-pub fn cmp_for_flags(flags: u16) -> KeyCmp {
-    if flags & db_flags::REVERSE_KEY != 0 {
-        KeyCmp::Reverse
-    } else if flags & db_flags::INTEGER_KEY != 0 {
-        KeyCmp::Integer
-    } else {
-        KeyCmp::Lexicographic
-    }
-}
-
-/// The value order of a DUPSORT DB with these flags, or `None` if it is not DUPSORT.
-pub fn dup_order(flags: u16) -> Option<KeyCmp> {
-    if flags & db_flags::DUP_SORT == 0 {
-        None
-    } else if flags & db_flags::REVERSE_DUP != 0 {
-        Some(KeyCmp::Reverse)
-    } else if flags & db_flags::INTEGER_DUP != 0 {
-        Some(KeyCmp::Integer)
-    } else {
-        Some(KeyCmp::Lexicographic)
-    }
 }
 
 impl Catalog {

@@ -11,10 +11,11 @@
 
 use std::cmp::Ordering;
 
-use crate::btree::{view, KeyCmp, MAX_DEPTH};
+use crate::btree::{view, MAX_DEPTH};
 use crate::error::{Error, Result};
 use crate::freelist::decode_idl;
 use crate::meta::{DbRecord, Meta};
+use crate::order::KeyCmp;
 use crate::page::{node_flags, overflow_pages, page_flags, read_u32, read_u64, P_INVALID};
 use crate::store::PageSource;
 
@@ -31,10 +32,8 @@ pub struct CheckReport {
     pub min_leaf_fill: usize,
 }
 
-pub use crate::catalog::cmp_for_flags;
-
 /// The orders of a DB in the snapshot: by name (`None` for the main DB) and flags.
-pub type OrdersFor<'a> = &'a dyn Fn(Option<&[u8]>, u16) -> crate::catalog::Orders;
+pub type OrdersFor<'a> = &'a dyn Fn(Option<&[u8]>, u16) -> crate::order::Orders;
 
 struct Walker<'a, S: PageSource + ?Sized> {
     src: &'a S,
@@ -262,14 +261,6 @@ impl<S: PageSource + ?Sized> Walker<'_, S> {
     }
 }
 
-/// Checks the snapshot described by `meta`, reading pages from `src`, with the orders
-/// LMDB derives from DB flags.
-pub fn check_snapshot<S: PageSource + ?Sized>(src: &S, meta: &Meta) -> Result<CheckReport> {
-    check_snapshot_with(src, meta, &|_, flags| {
-        crate::catalog::Orders::for_flags(flags)
-    })
-}
-
 /// Checks the snapshot described by `meta`, with the DBs' orders given by `orders_for`
 /// (application comparators leave no trace in the file).
 pub fn check_snapshot_with<S: PageSource + ?Sized>(
@@ -291,7 +282,7 @@ pub fn check_snapshot_with<S: PageSource + ?Sized>(
     w.tree(&meta.main_db, main.key, main.dup, true)?;
     w.tree(&meta.free_db, KeyCmp::Integer, None, false)?;
     // Free-DB records: keys are txn ids not after this snapshot; values list free pages.
-    let mut pos = crate::cursor::Position::default();
+    let mut pos = crate::btree::Position::default();
     let mut more = pos.first(src, &meta.free_db)?;
     while more {
         let (key, value) = pos.current(src)?;

@@ -19,20 +19,20 @@
 //! the end. Both are `Corrupted`, and the output written so far is not a usable file.
 //!
 //! Entry points: [`copy_txn`] (a read txn's snapshot; `Env::copy_compact_to` takes a new
-//! one), [`copy_snapshot`] (any page source, e.g. pages in memory), and [`copy_previous`]
-//! (the snapshot before the latest, `mdb_copy -v`).
+//! one), [`copy_snapshot`] (any page source, e.g. pages in memory), and [`copy_plain`] (a
+//! snapshot as it is; `Env::copy_previous` writes the snapshot before the latest with
+//! either, `mdb_copy -v`).
 
 use std::io::Write;
 
+use crate::btree::Position;
 use crate::btree::MAX_DEPTH;
-use crate::cursor::Position;
-use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::meta::{DbRecord, Meta, META_WRITE_SIZE};
 use crate::page::{
     edit, node_flags, overflow_pages, page_flags, read_u16, read_u32, read_u64, PageView, P_INVALID,
 };
-use crate::store::{PageSource, SnapshotPages};
+use crate::store::PageSource;
 use crate::txn::{ReadTxn, Source};
 
 /// Leaf node flags of a DUPSORT key whose values are in a sub-DB.
@@ -49,53 +49,24 @@ pub fn copy_txn(txn: &ReadTxn<'_>, out: &mut dyn Write) -> Result<()> {
     }
 }
 
-/// Writes the snapshot before the latest commit, the one the other meta page describes
-/// (`mdb_copy -v`, LMDB's `MDB_PREVSNAPSHOT`), to `out`: compacted, or as a plain copy
-/// (its metas and pages `2..=mm_last_pg` as they are). For when the latest snapshot is
-/// damaged. `NotFound` if there is no earlier snapshot (a new environment).
-///
-/// Holds the writer lock while it runs: a reader pins only its own snapshot's pages, and
-/// the commit after the latest may reuse the previous snapshot's, so no writer, of this
-/// process or another, may commit meanwhile. The environment must be open for writing.
-pub fn copy_previous(env: &Env, out: &mut dyn Write, compact: bool) -> Result<()> {
-    // Held until the copy is written: no commit can overwrite the previous snapshot.
-    let writer = env.begin_write()?;
-    let inner = &env.inner;
-    let ps = inner.page_size;
-    let latest = inner.latest_meta()?;
-    let other = 1 - (latest.txnid & 1);
-    let (prev, _) = Meta::decode(inner.map.slice(other as usize * ps, META_WRITE_SIZE), other)?;
-    if prev.txnid >= latest.txnid {
-        return Err(Error::NotFound);
+/// Writes the snapshot `meta` describes as it is: its two metas, then its pages
+/// `2..=last_pgno` unchanged (a plain copy, for `mdb_copy -v` without `-c`).
+pub fn copy_plain<S: PageSource + ?Sized>(src: &S, meta: &Meta, out: &mut dyn Write) -> Result<()> {
+    let ps = src.page_size();
+    let mut metas = vec![0u8; 2 * ps];
+    let mut encoded = [0u8; META_WRITE_SIZE];
+    for which in 0..2 {
+        meta.encode(which, &mut encoded);
+        metas[which as usize * ps..][..META_WRITE_SIZE].copy_from_slice(&encoded);
     }
-    let file_pages = inner.data.len()? / ps as u64;
-    let mapped_pages = (inner.map.len() / ps) as u64;
-    if !prev.fits_file(file_pages.min(mapped_pages)) {
-        return Err(Error::corrupted(
-            other,
-            "the previous meta names pages past the end of the file",
-        ));
+    out.write_all(&metas)?;
+    let chunk = (OUT_CHUNK / ps) as u64;
+    let mut pgno = 2;
+    while pgno <= meta.last_pgno {
+        let count = chunk.min(meta.last_pgno + 1 - pgno);
+        out.write_all(src.pages(pgno, count as usize)?)?;
+        pgno += count;
     }
-    let pages = SnapshotPages::new(&inner.map, ps, prev.last_pgno);
-    if compact {
-        copy_snapshot(&pages, &prev, out)?;
-    } else {
-        let mut metas = vec![0u8; 2 * ps];
-        let mut encoded = [0u8; META_WRITE_SIZE];
-        for which in 0..2 {
-            prev.encode(which, &mut encoded);
-            metas[which as usize * ps..][..META_WRITE_SIZE].copy_from_slice(&encoded);
-        }
-        out.write_all(&metas)?;
-        let chunk = (OUT_CHUNK / ps) as u64;
-        let mut pgno = 2;
-        while pgno <= prev.last_pgno {
-            let count = chunk.min(prev.last_pgno + 1 - pgno);
-            out.write_all(pages.pages(pgno, count as usize)?)?;
-            pgno += count;
-        }
-    }
-    writer.abort();
     Ok(())
 }
 

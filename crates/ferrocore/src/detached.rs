@@ -16,12 +16,14 @@
 //! [`DetachedCursor::settle`] on each cursor of a DB right after every write to it (the C
 //! ABI does, in `mdb_put`, `mdb_del`, `mdb_drop` and the cursor writes).
 
-use crate::catalog::Orders;
-use crate::cursor::{CursorCore, SavedPlace, State};
+use crate::btree::State;
+use crate::cursor::{CursorCore, SavedPlace};
 use crate::error::{Error, Result};
+use crate::flags::put_flags;
 use crate::meta::DbRecord;
+use crate::order::Orders;
 use crate::page::PageShape;
-use crate::txn::{put_flags, Database, Item, ReadTxn, Source, WriteCursor, WriteTxn};
+use crate::txn::{Database, Item, ReadTxn, Source, WriteCursor, WriteTxn};
 
 /// LMDB's `MDB_cursor_op`, in LMDB's order: the discriminants are the C values.
 #[repr(u32)]

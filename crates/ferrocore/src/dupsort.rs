@@ -14,10 +14,11 @@
 //! DUPFIXED DBs keep their values as LEAF2 pages: packed, fixed-size values without node
 //! headers, in sub-pages and in the leaves of sub-DBs (docs/FORMAT.md §10).
 
-use crate::btree::{self, KeyCmp, PutMode, TreeMut};
-use crate::cursor::Position;
+use crate::btree::Position;
+use crate::btree::{self, PutMode, TreeMut};
 use crate::error::{Error, Result};
 use crate::meta::DbRecord;
+use crate::order::KeyCmp;
 use crate::page::{
     edit, even, node_flags, node_max, page_flags, Node, NodeValue, PageView, NODE_HEADER_SIZE,
     PAGE_HEADER_SIZE, P_INVALID,
@@ -113,15 +114,6 @@ pub fn encode_subpage_into(values: &[&[u8]], fixed: Option<usize>, buf: &mut Vec
 /// The values of a sub-page, in order.
 fn subpage_values<'a>(sub: &PageView<'a>) -> Result<Vec<&'a [u8]>> {
     (0..sub.num_keys()).map(|i| sub.key(i)).collect()
-}
-
-/// Number of values in a set.
-pub fn count<S: PageSource + ?Sized>(_src: &S, dups: &Dups<'_>) -> u64 {
-    match dups {
-        Dups::Single(_) => 1,
-        Dups::SubPage(sub) => sub.num_keys() as u64,
-        Dups::SubDb(rec) => rec.entries,
-    }
 }
 
 /// The first value of a set.

@@ -4,14 +4,18 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use crate::error::{Error, Result};
+use crate::flags::env_flags;
 use crate::io::{DataFile, Map, OsFile, DEFAULT_RESERVATION};
 use crate::lock::fork;
 use crate::lock::registry::{self, LockHandle};
+use crate::meta::Stat;
 use crate::meta::{self, Meta, META_WRITE_SIZE};
 use crate::page::{MAX_PAGE_SIZE, MIN_PAGE_SIZE};
+use crate::shared::EnvInner;
+use crate::store::SnapshotPages;
 use crate::txn::{ReadTxn, WriteTxn};
 
 /// LMDB's default map size when the application sets none (what the meta records first).
@@ -20,52 +24,6 @@ pub const LMDB_DEFAULT_MAP_SIZE: u64 = 1 << 20;
 pub const DEFAULT_MAX_READERS: u32 = 126;
 /// LMDB's maximum key size (`mdb_env_get_maxkeysize`).
 pub const LMDB_MAX_KEY_SIZE: usize = 511;
-
-/// Environment flags, with LMDB's values.
-pub mod env_flags {
-    /// Accepted for compatibility; the map address is chosen by the kernel.
-    pub const FIXED_MAP: u32 = 0x01;
-    /// The path names the data file itself; the lock file is `path-lock`.
-    pub const NO_SUB_DIR: u32 = 0x4000;
-    /// Don't flush at commit. A process crash loses nothing; an OS crash or power loss
-    /// may lose the commits since the last `Env::sync` and may leave the newest meta
-    /// pointing at pages that never reached the disk (a damaged database). As LMDB.
-    pub const NO_SYNC: u32 = 0x10000;
-    /// Open read-only.
-    pub const READ_ONLY: u32 = 0x20000;
-    /// Flush data at commit but not the meta page: an OS crash may lose the last commit,
-    /// never corrupts.
-    pub const NO_META_SYNC: u32 = 0x40000;
-    /// Write txns build their pages in place in a writable shared map: no copy in memory
-    /// and no write call per page; the commit flushes the dirty pages, then the meta.
-    /// Nested txns are refused (`BadTxn`), as in LMDB. Ignored with `READ_ONLY`.
-    pub const WRITE_MAP: u32 = 0x80000;
-    /// With `WRITE_MAP`: leave the flush to the kernel's writeback (LMDB's `MS_ASYNC`),
-    /// which makes it `NO_SYNC` as far as an OS crash goes.
-    pub const MAP_ASYNC: u32 = 0x100000;
-    /// Read txns are not tied to a thread (ferrocore never ties them).
-    pub const NO_TLS: u32 = 0x200000;
-    /// The application serialises access itself.
-    pub const NO_LOCK: u32 = 0x400000;
-    /// Accepted (no readahead advice).
-    pub const NO_READAHEAD: u32 = 0x800000;
-    /// Accepted (ferrocore always zero-fills new pages it writes).
-    pub const NO_MEM_INIT: u32 = 0x1000000;
-    /// Every flag ferrocore knows.
-    pub const ALL: u32 = FIXED_MAP
-        | NO_SUB_DIR
-        | NO_SYNC
-        | READ_ONLY
-        | NO_META_SYNC
-        | WRITE_MAP
-        | MAP_ASYNC
-        | NO_TLS
-        | NO_LOCK
-        | NO_READAHEAD
-        | NO_MEM_INIT;
-    /// Flags `set_flags` may change on an open environment.
-    pub const CHANGEABLE: u32 = NO_SYNC | NO_META_SYNC | MAP_ASYNC | NO_MEM_INIT;
-}
 
 /// How to open an environment.
 #[derive(Clone, Debug)]
@@ -207,23 +165,6 @@ pub const fn long_key_max(page_size: usize) -> usize {
     (((page_size - 16) / 4) & !1) - 10
 }
 
-/// Statistics of a tree (`MDB_stat`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Stat {
-    /// Page size.
-    pub page_size: u32,
-    /// Tree depth.
-    pub depth: u32,
-    /// Branch pages.
-    pub branch_pages: u64,
-    /// Leaf pages.
-    pub leaf_pages: u64,
-    /// Overflow pages.
-    pub overflow_pages: u64,
-    /// Data items.
-    pub entries: u64,
-}
-
 /// Environment information (`MDB_envinfo`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EnvInfo {
@@ -243,50 +184,6 @@ pub struct EnvInfo {
     /// Pages freed since that snapshot, which cannot be reused while it is held: what a
     /// long-lived reader costs in file growth.
     pub pinned_pages: u64,
-}
-
-/// State shared by every transaction of an environment.
-pub(crate) struct EnvInner {
-    pub path: PathBuf,
-    /// The data file: every write, flush and length change goes through it.
-    pub data: Box<dyn DataFile>,
-    pub map: Map,
-    /// This process's share of the lock file (every open of the environment in the
-    /// process shares one).
-    pub lock: LockHandle,
-    pub page_size: usize,
-    pub flags: AtomicU32,
-    pub max_key_size: usize,
-    /// Map size to record in the meta (the limit when `map_size_explicit`).
-    pub map_size: AtomicU64,
-    pub map_size_explicit: AtomicBool,
-    /// Length of the data file as last seen by this process's writer.
-    pub file_len: AtomicU64,
-    /// Named DBs opened in this environment.
-    pub catalog: std::sync::RwLock<crate::catalog::Catalog>,
-    /// Bumped whenever a DB's order changes (application comparators, closed handles), so
-    /// txns refresh what they cached; 0 while every order follows the DB flags.
-    pub orders_generation: AtomicU64,
-    /// The latest txn this process committed (or found at open). A snapshot newer than it
-    /// was committed by another process, which cannot update this process's record cache.
-    pub local_txnid: AtomicU64,
-    /// The meta of the last snapshot a reader took, so the next reader of the same txn
-    /// skips decoding and checksumming it.
-    pub meta_cache: crate::seqcache::Slot<16>,
-    /// Per named DB (index `dbi - 2`): its latest record, keyed by the txnid from which it
-    /// holds, so read txns find it without searching the main DB.
-    pub record_cache: Box<[crate::seqcache::Slot<6>]>,
-    /// Page buffers and the dirty-page table kept between write txns.
-    pub spare_pages: Mutex<crate::store::SpareBuffers>,
-    /// Set when a commit failed at a step that poisons (see [`crate::commit`]) or a panic
-    /// was caught at the C ABI: write txns are refused until the environment is reopened.
-    pub failed: AtomicBool,
-    /// The fork generation the environment was opened in (see [`crate::lock::fork`]).
-    pub fork_generation: u64,
-    /// Serial numbers of txns (for the handles they open).
-    pub txn_serial: AtomicU64,
-    /// When the writer last looked for dead readers (ms since `process_clock`, +1).
-    pub last_stale_check: AtomicU64,
 }
 
 /// What opening the data file found.
@@ -649,7 +546,7 @@ impl Env {
         cmp: fn(usize, &[u8], &[u8]) -> std::cmp::Ordering,
         ctx: usize,
     ) -> Result<()> {
-        self.set_key_cmp(db, key, crate::btree::KeyCmp::WithContext(cmp, ctx))
+        self.set_key_cmp(db, key, crate::order::KeyCmp::WithContext(cmp, ctx))
     }
 
     fn set_order(
@@ -658,10 +555,10 @@ impl Env {
         key: bool,
         cmp: fn(&[u8], &[u8]) -> std::cmp::Ordering,
     ) -> Result<()> {
-        self.set_key_cmp(db, key, crate::btree::KeyCmp::Custom(cmp))
+        self.set_key_cmp(db, key, crate::order::KeyCmp::Custom(cmp))
     }
 
-    fn set_key_cmp(&self, db: crate::Database, key: bool, cmp: crate::btree::KeyCmp) -> Result<()> {
+    fn set_key_cmp(&self, db: crate::Database, key: bool, cmp: crate::order::KeyCmp) -> Result<()> {
         let main_flags = self.inner.latest_meta()?.main_db.flags;
         let mut catalog = self
             .inner
@@ -698,6 +595,43 @@ impl Env {
     /// `PageNotFound`), and then what was written is not a usable file.
     pub fn copy_compact_to(&self, out: &mut dyn std::io::Write) -> Result<()> {
         crate::compact::copy_txn(&self.begin_read()?, out)
+    }
+
+    /// Writes the snapshot before the latest commit, the one the other meta page describes
+    /// (`mdb_copy -v`, LMDB's `MDB_PREVSNAPSHOT`), to `out`: compacted, or as a plain copy
+    /// (its metas and pages `2..=mm_last_pg` as they are). For when the latest snapshot is
+    /// damaged. `NotFound` if there is no earlier snapshot (a new environment).
+    ///
+    /// Holds the writer lock while it runs: a reader pins only its own snapshot's pages, and
+    /// the commit after the latest may reuse the previous snapshot's, so no writer, of this
+    /// process or another, may commit meanwhile. The environment must be open for writing.
+    pub fn copy_previous(&self, out: &mut dyn std::io::Write, compact: bool) -> Result<()> {
+        // Held until the copy is written: no commit can overwrite the previous snapshot.
+        let writer = self.begin_write()?;
+        let inner = &self.inner;
+        let ps = inner.page_size;
+        let latest = inner.latest_meta()?;
+        let other = 1 - (latest.txnid & 1);
+        let (prev, _) = Meta::decode(inner.map.slice(other as usize * ps, META_WRITE_SIZE), other)?;
+        if prev.txnid >= latest.txnid {
+            return Err(Error::NotFound);
+        }
+        let file_pages = inner.data.len()? / ps as u64;
+        let mapped_pages = (inner.map.len() / ps) as u64;
+        if !prev.fits_file(file_pages.min(mapped_pages)) {
+            return Err(Error::corrupted(
+                other,
+                "the previous meta names pages past the end of the file",
+            ));
+        }
+        let pages = SnapshotPages::new(&inner.map, ps, prev.last_pgno);
+        if compact {
+            crate::compact::copy_snapshot(&pages, &prev, out)?;
+        } else {
+            crate::compact::copy_plain(&pages, &prev, out)?;
+        }
+        writer.abort();
+        Ok(())
     }
 
     /// Marks the environment failed: every later write txn gets `Panic` until it is
@@ -792,123 +726,5 @@ impl Env {
     /// Clears reader slots of processes that died; returns how many.
     pub fn reader_check(&self) -> Result<usize> {
         self.inner.lock.clear_stale_readers()
-    }
-}
-
-/// Milliseconds since the first call in this process (a monotonic clock).
-fn process_clock_ms() -> u64 {
-    static START: OnceLock<std::time::Instant> = OnceLock::new();
-    START
-        .get_or_init(std::time::Instant::now)
-        .elapsed()
-        .as_millis() as u64
-}
-
-impl EnvInner {
-    /// True at most once a second: time for the writer to look for dead readers.
-    pub fn stale_reader_check_due(&self) -> bool {
-        let now = process_clock_ms() + 1;
-        let last = self.last_stale_check.load(Ordering::Relaxed);
-        (last == 0 || now >= last + 1000)
-            && self
-                .last_stale_check
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-    }
-
-    /// `Panic` if this process is a `fork()` child of the one that opened the environment.
-    #[inline]
-    pub fn check_not_forked(&self) -> Result<()> {
-        if fork::current_generation() != self.fork_generation {
-            return Err(Error::Panic(
-                "environment opened before fork(): open it again in the child process",
-            ));
-        }
-        Ok(())
-    }
-
-    /// Decodes the meta of committed txn `txnid` from the map.
-    pub fn meta_for(&self, txnid: u64) -> Result<Meta> {
-        let which = txnid & 1;
-        let bytes = self
-            .map
-            .slice(which as usize * self.page_size, META_WRITE_SIZE);
-        let (meta, _) = Meta::decode(bytes, which)?;
-        if meta.txnid != txnid {
-            return Err(Error::corrupted(
-                which,
-                "meta page does not hold the published txn",
-            ));
-        }
-        Ok(meta)
-    }
-
-    /// After a writer died holding the writer lock (this thread holds it now): publishes
-    /// the newest valid meta's txn id, which the dead writer may have written without
-    /// publishing, clears dead readers and makes the lock usable again (LMDB's
-    /// `mdb_mutex_failed`).
-    pub fn recover_from_dead_writer(&self) -> Result<()> {
-        let decode = |which: u64| {
-            Meta::decode(
-                self.map
-                    .slice(which as usize * self.page_size, META_WRITE_SIZE),
-                which,
-            )
-        };
-        let file_pages = self.data.len()? / self.page_size as u64;
-        let newest = meta::choose(decode(0), decode(1), file_pages)?;
-        self.lock.txnid_cell().store(newest.txnid, Ordering::SeqCst);
-        self.lock.writer_recovered()
-    }
-
-    /// The latest committed meta.
-    pub fn latest_meta(&self) -> Result<Meta> {
-        loop {
-            let t = self.lock.txnid_cell().load(Ordering::Acquire);
-            match self.meta_for(t) {
-                Ok(m) => return Ok(m),
-                // A commit raced with us: the txnid moved on while we read.
-                Err(_) if self.lock.txnid_cell().load(Ordering::Acquire) != t => continue,
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    /// Map size to record for a snapshot ending at page `next_pgno`, and the allocation
-    /// limit in pages.
-    pub fn map_size_for(&self, next_pgno: u64) -> u64 {
-        let used = next_pgno * self.page_size as u64;
-        let mut size = self.map_size.load(Ordering::Acquire);
-        if !self.map_size_explicit.load(Ordering::Acquire) {
-            while size < used {
-                size += size.min(1 << 30);
-            }
-            self.map_size.store(size, Ordering::Release);
-        }
-        size
-    }
-
-    /// Called with every snapshot a txn takes: once another process has committed, the
-    /// named-DB record cache (which only this process's writers keep current) is no longer
-    /// trusted; txns then look records up in the main DB.
-    #[inline]
-    pub fn note_snapshot(&self, txnid: u64) {
-        if txnid > self.local_txnid.load(Ordering::SeqCst)
-            && self.orders_generation.load(Ordering::Relaxed) == 0
-        {
-            self.orders_generation.fetch_add(1, Ordering::AcqRel);
-        }
-    }
-
-    /// Highest page number + 1 a write txn may allocate.
-    pub fn max_pgno(&self) -> u64 {
-        let limit = if self.map_size_explicit.load(Ordering::Acquire) {
-            self.map_size
-                .load(Ordering::Acquire)
-                .min(self.map.len() as u64)
-        } else {
-            self.map.len() as u64
-        };
-        limit / self.page_size as u64
     }
 }

@@ -7,8 +7,6 @@
 use std::fmt;
 use std::io;
 
-use crate::commit::CommitStep;
-
 /// Result alias used throughout ferrocore.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -169,5 +167,47 @@ impl std::error::Error for Error {
 impl From<io::Error> for Error {
     fn from(e: io::Error) -> Self {
         Error::Io(e)
+    }
+}
+
+/// A step of the commit's I/O, in the order they run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CommitStep {
+    /// Growing the file to cover every page the new meta counts.
+    GrowFile,
+    /// Writing the txn's dirty pages.
+    WriteData,
+    /// Flushing the data pages to the disk.
+    FlushData,
+    /// Writing the meta page.
+    WriteMeta,
+    /// Flushing the meta page to the disk.
+    FlushMeta,
+}
+
+impl CommitStep {
+    /// Every step, in order.
+    pub const ALL: [CommitStep; 5] = [
+        CommitStep::GrowFile,
+        CommitStep::WriteData,
+        CommitStep::FlushData,
+        CommitStep::WriteMeta,
+        CommitStep::FlushMeta,
+    ];
+
+    /// Whether a failure at this step poisons the environment (the table in `commit`).
+    pub fn failure_poisons(self) -> bool {
+        !matches!(self, CommitStep::WriteData | CommitStep::GrowFile)
+    }
+
+    /// What the step does, for error messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            CommitStep::WriteData => "writing the data pages",
+            CommitStep::GrowFile => "growing the data file",
+            CommitStep::FlushData => "flushing the data pages",
+            CommitStep::WriteMeta => "writing the meta page",
+            CommitStep::FlushMeta => "flushing the meta page",
+        }
     }
 }

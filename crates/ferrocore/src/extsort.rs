@@ -19,8 +19,8 @@ use std::io::{BufReader, BufWriter, Read, Seek, Write};
 use std::path::PathBuf;
 
 use crate::bulk::ItemLimits;
-use crate::catalog::Orders;
 use crate::error::{Error, Result};
+use crate::order::Orders;
 use crate::txn::{Database, WriteTxn};
 
 /// Bytes of a run record's header.
@@ -461,7 +461,7 @@ impl Merger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::btree::KeyCmp;
+    use crate::order::KeyCmp;
 
     fn drain(items: &mut SortedItems) -> Vec<(Vec<u8>, Vec<u8>, u64)> {
         let mut out = Vec::new();

@@ -10,55 +10,13 @@
 //! Records are consumed lazily, when allocation runs out of pages, and deleted from the
 //! free DB at commit, where the txn's own frees are written as record `W` (its txnid).
 
-use crate::btree::{KeyCmp, TreeMut};
-use crate::cursor::Position;
+use crate::btree::Position;
+use crate::btree::TreeMut;
 use crate::error::{Error, Result};
 use crate::meta::DbRecord;
+use crate::order::KeyCmp;
 use crate::page::read_u64;
 use crate::store::{DirtyPages, PageSource};
-
-/// Where the write txn looks for the next reclaimable free-DB record.
-#[derive(Clone, Debug)]
-pub struct Reclaim {
-    /// The free DB as of the txn's base snapshot (it does not change until commit).
-    free_db: DbRecord,
-    /// Records with keys below this may be reclaimed.
-    limit: u64,
-    /// Look for keys `>= next_key`.
-    next_key: u64,
-    /// Keys consumed so far, to delete at commit.
-    pub consumed: Vec<u64>,
-    active: bool,
-}
-
-impl Reclaim {
-    /// Reclaiming from `free_db` records with keys `< limit`.
-    pub fn new(free_db: DbRecord, limit: u64) -> Self {
-        Reclaim {
-            free_db,
-            limit,
-            next_key: 0,
-            consumed: Vec::new(),
-            active: true,
-        }
-    }
-
-    /// True while more records may be found.
-    pub fn is_active(&self) -> bool {
-        self.active
-    }
-
-    /// Records that `key` was taken.
-    pub fn consumed(&mut self, key: u64) {
-        self.consumed.push(key);
-        self.next_key = key + 1;
-    }
-
-    /// No more records to take (or no more taking: commit has begun).
-    pub fn exhausted(&mut self) {
-        self.active = false;
-    }
-}
 
 /// Decodes an IDL value: count, then that many page numbers.
 pub fn decode_idl(value: &[u8], pgno_for_errors: u64) -> Result<Vec<u64>> {
@@ -90,14 +48,8 @@ pub fn decode_idl(value: &[u8], pgno_for_errors: u64) -> Result<Vec<u64>> {
     Ok(pages)
 }
 
-/// Encodes an IDL (pages must already be sorted descending), padded to `len` bytes.
-pub fn encode_idl(pages: &[u64], len: usize) -> Vec<u8> {
-    let mut out = Vec::new();
-    encode_idl_into(pages, len, &mut out);
-    out
-}
-
-/// [`encode_idl`] into `out` (its old content replaced), reusing its allocation.
+/// Encodes an IDL (pages must already be sorted descending), padded to `len` bytes,
+/// into `out` (its old content replaced), reusing its allocation.
 pub fn encode_idl_into(pages: &[u64], len: usize, out: &mut Vec<u8>) {
     debug_assert!(
         pages.windows(2).all(|w| w[0] > w[1]),
@@ -111,22 +63,21 @@ pub fn encode_idl_into(pages: &[u64], len: usize, out: &mut Vec<u8>) {
     out.resize(len.max(out.len()), 0);
 }
 
-/// Finds the next reclaimable record: returns its key and pages.
-pub fn next_reclaimable<S: PageSource + ?Sized>(
-    src: &S,
-    reclaim: &Reclaim,
+/// Finds the first free-DB record with a key in `from..limit`: returns its key and pages.
+/// The [`FindReclaimable`](crate::store::FindReclaimable) a write txn's store refills its
+/// free pages with.
+pub fn next_reclaimable(
+    src: &dyn PageSource,
+    free_db: &DbRecord,
+    from: u64,
+    limit: u64,
 ) -> Result<Option<(u64, Vec<u64>)>> {
-    if reclaim.next_key >= reclaim.limit {
+    if from >= limit {
         return Ok(None);
     }
     let mut pos = Position::default();
     if pos
-        .seek(
-            src,
-            &reclaim.free_db,
-            KeyCmp::Integer,
-            &reclaim.next_key.to_le_bytes(),
-        )?
+        .seek(src, free_db, KeyCmp::Integer, &from.to_le_bytes())?
         .is_none()
     {
         return Ok(None);
@@ -136,7 +87,7 @@ pub fn next_reclaimable<S: PageSource + ?Sized>(
         .try_into()
         .map_err(|_| Error::corrupted(pos.path.leaf(), "free-DB key is not 8 bytes"))?;
     let key = u64::from_le_bytes(key);
-    if key >= reclaim.limit {
+    if key >= limit {
         return Ok(None);
     }
     let pages = decode_idl(value, pos.path.leaf())?;

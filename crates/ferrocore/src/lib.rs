@@ -33,55 +33,65 @@
 // writable map); everything else works on safe, bounds-checked views.
 #![deny(unsafe_code)]
 
-pub mod btree;
-pub mod bulk;
-pub mod catalog;
-pub mod check;
-pub mod commit;
-pub mod compact;
-pub mod cursor;
-pub mod detached;
-pub mod dupsort;
+mod btree;
+mod bulk;
+mod catalog;
+mod check;
+mod compact;
+mod cursor;
+mod detached;
+mod dupsort;
 #[allow(unsafe_code)]
-pub mod env;
-pub mod error;
-pub mod extsort;
-pub mod freelist;
+mod env;
+mod error;
+mod extsort;
+mod flags;
+mod freelist;
 #[allow(unsafe_code)]
-pub mod io;
+mod io;
 #[allow(unsafe_code)]
-pub mod lock;
-pub mod meta;
-pub mod page;
-pub mod seqcache;
-pub mod store;
-pub mod txn;
+mod lock;
+mod meta;
+mod order;
+mod page;
+mod seqcache;
+mod shared;
+mod store;
+mod txn;
 
 pub use bulk::{BulkLoader, BulkOptions, BulkSummary, Duplicates};
-pub use commit::CommitStep;
+pub use check::CheckReport;
 pub use detached::{CursorOp, DetachedCursor, TxnRef};
-pub use env::{env_flags, long_key_max, Env, EnvInfo, EnvOptions, Stat};
-pub use error::{Error, Result};
+pub use env::{
+    long_key_max, Env, EnvInfo, EnvOptions, DEFAULT_MAX_READERS, LMDB_DEFAULT_MAP_SIZE,
+    LMDB_MAX_KEY_SIZE,
+};
+pub use error::{CommitStep, Error, Result};
 pub use extsort::{ExternalSort, SortOptions, SortedItem, SortedItems};
+pub use flags::{db_flags, env_flags, put_flags};
+pub use io::{DataFile, OsFile};
+pub use meta::Stat;
+pub use order::{KeyCmp, Orders};
 pub use txn::{
-    put_flags, Cursor, Database, InactiveReadTxn, Item, NestedLevel, NestedTxn, ReadTxn,
-    WriteCursor, WriteTxn,
+    Cursor, Database, InactiveReadTxn, Item, NestedLevel, NestedTxn, ReadTxn, WriteCursor, WriteTxn,
 };
 
-/// Database flags, with LMDB's values (stored in the DB record's `md_flags`).
-pub mod db_flags {
-    /// Compare keys as byte strings from the end.
-    pub const REVERSE_KEY: u16 = 0x02;
-    /// Sorted duplicate values per key.
-    pub const DUP_SORT: u16 = 0x04;
-    /// Keys are native unsigned integers (u32 or u64), compared as such.
-    pub const INTEGER_KEY: u16 = 0x08;
-    /// DUPSORT values all have one size.
-    pub const DUP_FIXED: u16 = 0x10;
-    /// DUPSORT values are native unsigned integers.
-    pub const INTEGER_DUP: u16 = 0x20;
-    /// DUPSORT values compare from the end.
-    pub const REVERSE_DUP: u16 = 0x40;
-    /// `open_db`: create the database if it does not exist (never stored in the file).
-    pub const CREATE: u32 = 0x40000;
+/// A [`DataFile`] that injects faults: power cuts that keep any subset of the writes since
+/// the last flush (torn at 512-byte sectors), and failing calls (`ENOSPC`, `EIO`, short
+/// writes). For testing what a crash or a full disk does to an application's data; install
+/// it with [`EnvOptions::data_file`].
+pub mod fault {
+    pub use crate::io::fault::*;
+}
+
+/// Raw access to the on-disk format, for tools and tests that look below the API: the
+/// meta pages and DB records, page and node flags, validated views of pages read from any
+/// [`PageSource`](raw::PageSource), and the compacting copy of a snapshot given by its
+/// pages and meta. Nothing here writes to an environment.
+pub mod raw {
+    pub use crate::btree::{get_node, view};
+    pub use crate::compact::copy_snapshot;
+    pub use crate::meta::{DbRecord, Meta, MetaCheck};
+    pub use crate::page::{node_flags, page_flags, Node, PageView, P_INVALID};
+    pub use crate::store::PageSource;
 }

@@ -34,11 +34,6 @@ pub const TRAILER_SIZE: usize = 24;
 /// Bytes of a meta page ferrocore writes (the rest of the page stays zero).
 pub const META_WRITE_SIZE: usize = META_END + TRAILER_SIZE;
 
-/// Index of the free DB in the meta's record array.
-pub const FREE_DBI: usize = 0;
-/// Index of the main DB.
-pub const MAIN_DBI: usize = 1;
-
 /// A B+tree's root and statistics: LMDB's `MDB_db`, 48 bytes on disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DbRecord {
@@ -255,6 +250,37 @@ pub fn choose(
                 "both meta pages point past the end of the file",
             )),
         },
+    }
+}
+
+/// Statistics of a tree (`MDB_stat`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stat {
+    /// Page size.
+    pub page_size: u32,
+    /// Tree depth.
+    pub depth: u32,
+    /// Branch pages.
+    pub branch_pages: u64,
+    /// Leaf pages.
+    pub leaf_pages: u64,
+    /// Overflow pages.
+    pub overflow_pages: u64,
+    /// Data items.
+    pub entries: u64,
+}
+
+impl DbRecord {
+    /// The record's statistics, for pages of `page_size` bytes.
+    pub fn stat(&self, page_size: usize) -> Stat {
+        Stat {
+            page_size: page_size as u32,
+            depth: self.depth as u32,
+            branch_pages: self.branch_pages,
+            leaf_pages: self.leaf_pages,
+            overflow_pages: self.overflow_pages,
+            entries: self.entries,
+        }
     }
 }
 

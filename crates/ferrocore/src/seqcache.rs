@@ -95,11 +95,6 @@ impl<const N: usize> Slot<N> {
             self.write_locked(s, key, words);
         }
     }
-
-    /// Empties the slot.
-    pub fn clear(&self) {
-        self.seq.store(0, Ordering::Release);
-    }
 }
 
 /// Words of a DB record.
@@ -182,8 +177,6 @@ mod tests {
         slot.put(5, record_words(&rec));
         assert_eq!(slot.get(5).map(record_from), Some(rec));
         assert!(slot.get(6).is_none());
-        slot.clear();
-        assert!(slot.get(5).is_none());
         let mut meta = Meta::new_empty(4096, 1 << 20, 0);
         meta.txnid = 12;
         meta.main_db = rec;

@@ -13,6 +13,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::error::{Error, Result};
 use crate::io::{DataFile, Map};
+use crate::meta::DbRecord;
 
 /// Read access to pages by number.
 pub trait PageSource {
@@ -226,9 +227,70 @@ pub struct DirtyPages<'e> {
     /// Free pages and their provenance.
     pub free: FreePages,
     /// Where the next free-DB record to reclaim is looked for.
-    pub reclaim: crate::freelist::Reclaim,
+    pub reclaim: Reclaim,
     /// One entry per open nested txn, innermost last: what its abort must undo.
     nested: Vec<NestLevel>,
+}
+
+/// Finds the first free-DB record with a key in `from..limit` and returns its key and
+/// pages. The free list's format is not the store's business: the write txn plugs in
+/// `freelist::next_reclaimable`.
+pub type FindReclaimable = fn(
+    src: &dyn PageSource,
+    free_db: &DbRecord,
+    from: u64,
+    limit: u64,
+) -> Result<Option<(u64, Vec<u64>)>>;
+
+/// Where a write txn's store looks for the next reclaimable free-DB record when its free
+/// pages run out (the refill hook of the page allocator).
+#[derive(Clone, Debug)]
+pub struct Reclaim {
+    /// The free DB as of the txn's base snapshot (it does not change until commit).
+    free_db: DbRecord,
+    /// Records with keys below this may be reclaimed.
+    limit: u64,
+    /// Look for keys `>= next_key`.
+    next_key: u64,
+    /// Keys consumed so far, to delete at commit.
+    pub consumed: Vec<u64>,
+    active: bool,
+    find: FindReclaimable,
+}
+
+impl Reclaim {
+    /// Reclaiming from `free_db` records with keys `< limit`, found by `find`.
+    pub fn new(free_db: DbRecord, limit: u64, find: FindReclaimable) -> Self {
+        Reclaim {
+            free_db,
+            limit,
+            next_key: 0,
+            consumed: Vec::new(),
+            active: true,
+            find,
+        }
+    }
+
+    /// True while more records may be found.
+    pub fn is_active(&self) -> bool {
+        self.active
+    }
+
+    /// The next record not yet taken, if any: its key and pages.
+    fn next_record(&self, src: &dyn PageSource) -> Result<Option<(u64, Vec<u64>)>> {
+        (self.find)(src, &self.free_db, self.next_key, self.limit)
+    }
+
+    /// Records that `key` was taken.
+    pub fn consumed(&mut self, key: u64) {
+        self.consumed.push(key);
+        self.next_key = key + 1;
+    }
+
+    /// No more records to take (or no more taking: commit has begun).
+    pub fn exhausted(&mut self) {
+        self.active = false;
+    }
 }
 
 /// What a nested txn changed in its parent's pages, so that aborting it can restore them.
@@ -241,7 +303,7 @@ struct NestLevel {
     /// The parent's free-page lists, allocation point and reclaim position.
     free: FreePages,
     next_pgno: u64,
-    reclaim: crate::freelist::Reclaim,
+    reclaim: Reclaim,
 }
 
 impl<'e> DirtyPages<'e> {
@@ -253,7 +315,7 @@ impl<'e> DirtyPages<'e> {
         last_pgno: u64,
         max_pgno: u64,
         spare: SpareBuffers,
-        reclaim: crate::freelist::Reclaim,
+        reclaim: Reclaim,
         mapped: Option<MappedWrites<'e>>,
     ) -> Self {
         assert!(
@@ -412,9 +474,7 @@ impl<'e> DirtyPages<'e> {
                 break p;
             }
             if self.reclaim.is_active() {
-                if let Some((key, pages)) =
-                    crate::freelist::next_reclaimable(&*self, &self.reclaim)?
-                {
+                if let Some((key, pages)) = self.reclaim.next_record(&*self)? {
                     if let Some(&bad) = pages.iter().find(|&&p| p < 2 || p >= self.snapshot_end) {
                         return Err(Error::corrupted(
                             bad,

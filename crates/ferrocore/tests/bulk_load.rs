@@ -11,10 +11,11 @@ use std::cmp::Ordering;
 use std::path::Path;
 use std::process::Command;
 
-use ferrocore::btree::{view, KeyCmp};
-use ferrocore::meta::DbRecord;
-use ferrocore::page::{node_flags, P_INVALID};
-use ferrocore::store::PageSource;
+use ferrocore::raw::view;
+use ferrocore::raw::DbRecord;
+use ferrocore::raw::PageSource;
+use ferrocore::raw::{node_flags, P_INVALID};
+use ferrocore::KeyCmp;
 use ferrocore::{
     db_flags, env_flags, BulkOptions, Database, Duplicates, Env, EnvOptions, Error, ExternalSort,
     SortOptions,
@@ -158,14 +159,10 @@ fn forms(env: &Env, name: Option<&str>) -> Vec<(Vec<u8>, u16)> {
     let rec = match name {
         None => meta.main_db,
         Some(n) => {
-            let (_, data) = ferrocore::btree::get_node(
-                &src,
-                &meta.main_db,
-                KeyCmp::Lexicographic,
-                n.as_bytes(),
-            )
-            .unwrap()
-            .expect("named DB record");
+            let (_, data) =
+                ferrocore::raw::get_node(&src, &meta.main_db, KeyCmp::Lexicographic, n.as_bytes())
+                    .unwrap()
+                    .expect("named DB record");
             DbRecord::decode(data)
         }
     };

@@ -8,7 +8,7 @@
 //! - in every case the failed txn's changes are nowhere: not to readers, not after a
 //!   reopen, not after a power cut.
 
-use ferrocore::io::fault::{CallKind, Cut, Fault, FaultInjector};
+use ferrocore::fault::{CallKind, Cut, Fault, FaultInjector};
 use ferrocore::{env_flags, CommitStep, Database, Env, EnvOptions, Error};
 
 fn open(dir: &std::path::Path, flags: u32, injector: Option<&FaultInjector>) -> Env {

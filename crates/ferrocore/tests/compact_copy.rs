@@ -10,8 +10,8 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{lmdb_utils_available, Rng};
-use ferrocore::meta::{Meta, MetaCheck};
-use ferrocore::store::PageSource;
+use ferrocore::raw::PageSource;
+use ferrocore::raw::{Meta, MetaCheck};
 use ferrocore::{db_flags, Database, Env, EnvOptions, Error, Stat};
 
 const PS: usize = 4096;
@@ -544,7 +544,7 @@ fn damaged_pages_give_errors_never_a_panic() {
     };
     let undamaged = Pages(bytes.clone());
     let mut clean = Vec::new();
-    ferrocore::compact::copy_snapshot(&undamaged, &meta, &mut clean).unwrap();
+    ferrocore::raw::copy_snapshot(&undamaged, &meta, &mut clean).unwrap();
     let pages = bytes.len() / PS;
     let mut rng = Rng(4);
     let (mut failed, mut passed) = (0, 0);
@@ -560,7 +560,7 @@ fn damaged_pages_give_errors_never_a_panic() {
         let byte = &mut damaged[page * PS + at];
         *byte ^= 1 << rng.below(8);
         let mut out = Vec::new();
-        match ferrocore::compact::copy_snapshot(&Pages(damaged), &meta, &mut out) {
+        match ferrocore::raw::copy_snapshot(&Pages(damaged), &meta, &mut out) {
             Ok(()) => {
                 passed += 1;
                 assert_eq!(
@@ -593,6 +593,6 @@ fn damaged_pages_give_errors_never_a_panic() {
     let child0: [u8; 6] = root_page[first..first + 6].try_into().unwrap();
     root_page[second..second + 6].copy_from_slice(&child0);
     let mut out = Vec::new();
-    let err = ferrocore::compact::copy_snapshot(&Pages(twice), &meta, &mut out).unwrap_err();
+    let err = ferrocore::raw::copy_snapshot(&Pages(twice), &meta, &mut out).unwrap_err();
     assert!(matches!(err, Error::Corrupted { .. }), "{err}");
 }

@@ -348,7 +348,7 @@ fn fc_verify(ctx: &str, env: &Env, model: &Model, gone: &Gone) {
     assert_eq!(txn.stat().entries, model.len() as u64, "{ctx}: entries");
 }
 
-fn fc_check(ctx: &str, env: &Env) -> ferrocore::check::CheckReport {
+fn fc_check(ctx: &str, env: &Env) -> ferrocore::CheckReport {
     match env.check() {
         Ok(r) => r,
         Err(e) => panic!("{ctx}: ferrocore check failed: {e:?}"),

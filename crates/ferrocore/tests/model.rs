@@ -349,7 +349,7 @@ fn run_segment(env: &Env, ops: &[Op], committed: &mut Model, seed: &mut u64) -> 
     None
 }
 
-fn run(ops: &[Op]) -> (ferrocore::Stat, ferrocore::check::CheckReport) {
+fn run(ops: &[Op]) -> (ferrocore::Stat, ferrocore::CheckReport) {
     let dir = tempfile::tempdir().unwrap();
     let mut committed = Model::new();
     let mut seed = 0;

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use common::Rng;
-use ferrocore::io::fault::{CallKind, Cut, FaultInjector};
+use ferrocore::fault::{CallKind, Cut, FaultInjector};
 use ferrocore::{db_flags, env_flags, Database, Env, EnvOptions, Result};
 
 /// The content of the three DBs: (DB index, key) -> values in order (one unless DUPSORT).

@@ -29,9 +29,9 @@ mod tree;
 
 use std::cmp::Ordering;
 
-use crate::catalog::Orders;
 use crate::error::{Error, Result};
 use crate::meta::DbRecord;
+use crate::order::Orders;
 use crate::page::P_INVALID;
 use crate::store::PageSource;
 use crate::txn::{Database, NestedLevel, WriteTxn};
@@ -161,6 +161,19 @@ pub struct BulkLoader<'t, 'env> {
     has_prev: bool,
     /// A storage error left the load half done: it can only be dropped.
     broken: bool,
+}
+
+impl<'env> WriteTxn<'env> {
+    /// Starts a bulk load of `db`: items pushed in the DB's order build it bottom-up if it
+    /// is empty (full pages, no splits), or are put into it if it has data. See
+    /// [`crate::bulk`].
+    pub fn bulk_loader(
+        &mut self,
+        db: Database,
+        options: BulkOptions,
+    ) -> Result<BulkLoader<'_, 'env>> {
+        BulkLoader::begin(self, db, options)
+    }
 }
 
 impl<'t, 'env> BulkLoader<'t, 'env> {

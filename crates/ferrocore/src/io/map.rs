@@ -81,11 +81,6 @@ impl Map {
         self.len
     }
 
-    /// True if nothing is mapped (never, in practice).
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// The bytes at `offset..offset+len` of the file.
     ///
     /// Panics if the range is outside the mapping (callers bound page numbers first, so

@@ -29,54 +29,122 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::env::{env_flags, EnvInner};
-use crate::error::{Error, Result};
-use crate::meta::{Meta, META_WRITE_SIZE};
+use crate::btree::{PutMode, TreeMut};
+use crate::error::{CommitStep, Error, Result};
+use crate::flags::env_flags;
+use crate::freelist;
+use crate::meta::{DbRecord, Meta, META_WRITE_SIZE};
+use crate::order::KeyCmp;
+use crate::shared::EnvInner;
 
-/// A step of the commit's I/O, in the order they run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum CommitStep {
-    /// Growing the file to cover every page the new meta counts.
-    GrowFile,
-    /// Writing the txn's dirty pages.
-    WriteData,
-    /// Flushing the data pages to the disk.
-    FlushData,
-    /// Writing the meta page.
-    WriteMeta,
-    /// Flushing the meta page to the disk.
-    FlushMeta,
-}
+use super::*;
 
-impl CommitStep {
-    /// Every step, in order.
-    pub const ALL: [CommitStep; 5] = [
-        CommitStep::GrowFile,
-        CommitStep::WriteData,
-        CommitStep::FlushData,
-        CommitStep::WriteMeta,
-        CommitStep::FlushMeta,
-    ];
-
-    /// Whether a failure at this step poisons the environment (see the module doc).
-    pub fn failure_poisons(self) -> bool {
-        !matches!(self, CommitStep::WriteData | CommitStep::GrowFile)
+impl<'env> WriteTxn<'env> {
+    /// Commits: every change becomes durable (unless `NO_SYNC`) and visible atomically.
+    pub fn commit(mut self) -> Result<()> {
+        self.check_usable()?;
+        self.env.check_not_forked()?;
+        if self.pages.dirty_count() == 0
+            && self.main_db == self.base.main_db
+            && self.named.values().all(|n| !n.dirty)
+        {
+            self.handles.publish();
+            return Ok(()); // Nothing changed: LMDB writes no meta either.
+        }
+        let r = self.commit_inner();
+        if r.is_err() {
+            self.failed = true;
+        }
+        r
     }
 
-    /// What the step does, for error messages.
-    pub fn describe(self) -> &'static str {
-        match self {
-            CommitStep::WriteData => "writing the data pages",
-            CommitStep::GrowFile => "growing the data file",
-            CommitStep::FlushData => "flushing the data pages",
-            CommitStep::WriteMeta => "writing the meta page",
-            CommitStep::FlushMeta => "flushing the meta page",
+    pub(super) fn commit_inner(&mut self) -> Result<()> {
+        // Named DBs this txn changed: their records go into the main DB.
+        let mut changed: Vec<(u32, DbRecord)> = self
+            .named
+            .iter()
+            .filter(|(_, n)| n.dirty)
+            .map(|(&dbi, n)| (dbi, n.record))
+            .collect();
+        changed.sort_unstable_by_key(|&(dbi, _)| dbi);
+        for &(dbi, record) in &changed {
+            // Under the name it was loaded with (its handle may name another DB by now).
+            let name = self.named[&dbi].name.clone();
+            let mode = PutMode {
+                node_flags: crate::page::node_flags::SUBDATA,
+                ..PutMode::default()
+            };
+            TreeMut {
+                store: &mut self.pages,
+                db: &mut self.main_db,
+                cmp: KeyCmp::Lexicographic,
+            }
+            .put(&name, &record.to_bytes(), mode)?;
+        }
+        freelist::save(&mut self.pages, &mut self.free_db, self.txnid)?;
+        let env = self.env;
+        let next_pgno = self.pages.next_pgno;
+        commit::grow_file(env, next_pgno)?;
+        commit::write_data(
+            env,
+            &self.pages.sorted_dirty(),
+            self.pages.writes_through_map(),
+        )?;
+        commit::flush_data(env)?;
+        let meta = Meta {
+            address: self.base.address,
+            map_size: env.map_size_for(next_pgno),
+            free_db: self.free_db,
+            main_db: self.main_db,
+            last_pgno: next_pgno - 1,
+            txnid: self.txnid,
+        };
+        debug_assert!(meta.txnid > self.base.txnid, "txn ids only increase");
+        commit::write_and_flush_meta(env, &meta)?;
+        // Before readers can see this txn, the record cache learns the new versions, and the
+        // environment that this process wrote it.
+        self.publish_records(&changed);
+        // The handles it opened become public before others can see the commit.
+        self.handles.publish();
+        env.local_txnid.store(self.txnid, Ordering::SeqCst);
+        env.lock.txnid_cell().store(self.txnid, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Updates the environment's record cache with the named-DB records this txn wrote, as of
+    /// its txnid (called after the meta is durable, before the txn becomes visible).
+    pub(super) fn publish_records(&self, changed: &[(u32, DbRecord)]) {
+        let env = self.env;
+        if self.main_dropped {
+            // Every named DB vanished with the main DB: stop trusting the cache.
+            env.orders_generation.fetch_add(1, Ordering::AcqRel);
+            return;
+        }
+        let slot = |dbi: u32| {
+            dbi.checked_sub(crate::catalog::FIRST_NAMED)
+                .and_then(|i| env.record_cache.get(i as usize))
+        };
+        for &(dbi, record) in changed {
+            if let Some(s) = slot(dbi) {
+                s.put(self.txnid, crate::seqcache::record_words(&record));
+            }
+        }
+        for &(dbi, flags) in &self.deleted_named {
+            if let Some(s) = slot(dbi) {
+                s.put(
+                    self.txnid,
+                    crate::seqcache::record_words(&DbRecord::empty(flags)),
+                );
+            }
         }
     }
+
+    /// Discards every change.
+    pub fn abort(self) {}
 }
 
 /// The error of a failed step; a step that poisons marks the environment failed first.
-fn failed(env: &EnvInner, step: CommitStep, source: std::io::Error) -> Error {
+pub(super) fn failed(env: &EnvInner, step: CommitStep, source: std::io::Error) -> Error {
     if step.failure_poisons() {
         env.failed.store(true, Ordering::Release);
     }
@@ -142,7 +210,7 @@ pub(crate) fn grow_file(env: &EnvInner, next_pgno: u64) -> Result<()> {
 
 /// True if commits flush nothing: `NO_SYNC`, or `WRITE_MAP` with `MAP_ASYNC` (LMDB's
 /// asynchronous map flush, which Linux leaves to its writeback).
-fn no_sync(flags: u32) -> bool {
+pub(super) fn no_sync(flags: u32) -> bool {
     flags & env_flags::NO_SYNC != 0
         || flags & (env_flags::WRITE_MAP | env_flags::MAP_ASYNC)
             == env_flags::WRITE_MAP | env_flags::MAP_ASYNC

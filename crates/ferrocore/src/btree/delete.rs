@@ -1,0 +1,230 @@
+//! Delete, and the rebalancing that keeps pages at least a quarter full.
+
+use crate::error::Result;
+use crate::page::{edit, node_flags, page_flags, NodeValue, PAGE_HEADER_SIZE, P_INVALID};
+use crate::store::PageStore;
+
+use super::nodes::Nodes;
+use super::put::{check_node_kind, TreeMut};
+use super::search::search;
+use super::{view, Path, FILL_THRESHOLD};
+
+impl<S: PageStore> TreeMut<'_, S> {
+    /// Deletes `key`. Returns false if it was not present.
+    pub fn delete(&mut self, key: &[u8]) -> Result<bool> {
+        self.delete_kind(key, 0)
+    }
+
+    /// Deletes `key` if its node is of kind `node_flags` (see [`PutMode::node_flags`]).
+    pub fn delete_kind(&mut self, key: &[u8], node_flags: u16) -> Result<bool> {
+        if self.db.root == P_INVALID {
+            return Ok(false);
+        }
+        let mut path = Path::default();
+        let (idx, exact) = search(&*self.store, self.db, self.cmp, key, &mut path)?;
+        if !exact {
+            return Ok(false);
+        }
+        check_node_kind(
+            view(&*self.store, path.leaf())?.node(idx)?.flags,
+            node_flags,
+        )?;
+        self.touch_path(&mut path)?;
+        let leaf = path.leaf();
+        let overflow = {
+            let page = view(&*self.store, leaf)?;
+            let node = page.node(idx)?;
+            (node.flags & node_flags::BIGDATA != 0).then(|| node.overflow_pgno())
+        };
+        if let Some(run) = overflow {
+            self.free_overflow(run)?;
+        }
+        edit::delete_node(self.store.dirty_mut(leaf), idx);
+        self.db.entries -= 1;
+        let level = path.leaf_level();
+        self.rebalance(&mut path, level)?;
+        Ok(true)
+    }
+
+    /// Restores fill and key-count bounds after a delete at `level` of `path`.
+    fn rebalance(&mut self, path: &mut Path, mut level: usize) -> Result<()> {
+        loop {
+            let pgno = path.pgno[level];
+            let (n, fill, leaf, child0) = {
+                let page = view(&*self.store, pgno)?;
+                let child0 = if page.is_branch() && page.num_keys() > 0 {
+                    page.child(0)?
+                } else {
+                    P_INVALID
+                };
+                (
+                    page.num_keys(),
+                    page.fill_permille(),
+                    page.is_leaf(),
+                    child0,
+                )
+            };
+            if level == 0 {
+                if leaf && n == 0 {
+                    self.store.free(pgno, 1)?;
+                    self.db.root = P_INVALID;
+                    self.db.depth = 0;
+                    self.db.leaf_pages = 0;
+                } else if !leaf && n == 1 {
+                    self.store.free(pgno, 1)?;
+                    self.db.root = child0;
+                    self.db.depth -= 1;
+                    self.db.branch_pages -= 1;
+                }
+                return Ok(());
+            }
+            let min_keys = if leaf { 1 } else { 2 };
+            if fill >= FILL_THRESHOLD && n >= min_keys {
+                return Ok(());
+            }
+            let parent = path.pgno[level - 1];
+            let pidx = path.idx[level - 1] as usize;
+            let pn = view(&*self.store, parent)?.num_keys();
+            if pn < 2 {
+                // No sibling to borrow from (only a damaged tree has a non-root branch with
+                // one child): rebalance the parent instead.
+                level -= 1;
+                continue;
+            }
+            let (sib_idx, sib_right) = if pidx == 0 {
+                (1, true)
+            } else {
+                (pidx - 1, false)
+            };
+            let sib_old = view(&*self.store, parent)?.child(sib_idx)?;
+            let sib = self.store.touch(sib_old)?;
+            if sib != sib_old {
+                edit::set_child(self.store.dirty_mut(parent), sib_idx, sib);
+            }
+            let (sn, sfill) = {
+                let s = view(&*self.store, sib)?;
+                (s.num_keys(), s.fill_permille())
+            };
+            if sfill >= FILL_THRESHOLD && sn > min_keys {
+                return self.move_node(path, level, sib, sib_right);
+            }
+            let (left, right, ridx) = if sib_right {
+                (pgno, sib, 1)
+            } else {
+                (sib, pgno, pidx)
+            };
+            if !self.merge(parent, left, right, ridx)? {
+                return Ok(());
+            }
+            if !sib_right {
+                // Our page was merged into its left sibling; the parent's path entry is
+                // still the parent itself, which lost one key.
+                path.idx[level - 1] = sib_idx as u16;
+            }
+            level -= 1;
+        }
+    }
+
+    /// Merges page `right` (child `ridx` of `parent`) into its left neighbour `left`.
+    /// Returns false, changing nothing, if the two do not fit one page.
+    fn merge(&mut self, parent: u64, left: u64, right: u64, ridx: usize) -> Result<bool> {
+        let (mut nodes, flags) = {
+            let l = view(&*self.store, left)?;
+            (Nodes::from_page(&l)?, l.flags())
+        };
+        let branch = flags & page_flags::BRANCH != 0;
+        let first_right = nodes.len();
+        let r = view(&*self.store, right)?;
+        for i in 0..r.num_keys() {
+            nodes.push_raw(r.node_raw(i)?);
+        }
+        if branch {
+            let separator = view(&*self.store, parent)?.key(ridx)?.to_vec();
+            nodes.set_branch_key(first_right, &separator);
+        }
+        let size: usize = (0..nodes.len()).map(|i| nodes.size(i)).sum();
+        if size > self.page_size() - PAGE_HEADER_SIZE {
+            return Ok(false);
+        }
+        nodes.write_page(self.store.dirty_mut(left), left, flags, 0..nodes.len());
+        self.store.free(right, 1)?;
+        if branch {
+            self.db.branch_pages -= 1;
+        } else {
+            self.db.leaf_pages -= 1;
+        }
+        edit::delete_node(self.store.dirty_mut(parent), ridx);
+        Ok(true)
+    }
+
+    /// Moves one node from sibling `sib` into the underfull page at `level` of `path`.
+    fn move_node(
+        &mut self,
+        path: &mut Path,
+        level: usize,
+        sib: u64,
+        sib_right: bool,
+    ) -> Result<()> {
+        let pgno = path.pgno[level];
+        let parent = path.pgno[level - 1];
+        let pidx = path.idx[level - 1] as usize;
+        let branch = view(&*self.store, pgno)?.is_branch();
+        let mut moved = Nodes::like(&view(&*self.store, sib)?);
+        if sib_right {
+            let ridx = pidx + 1;
+            moved.push_raw(view(&*self.store, sib)?.node_raw(0)?);
+            if branch {
+                let separator = view(&*self.store, parent)?.key(ridx)?.to_vec();
+                moved.set_branch_key(0, &separator);
+            }
+            edit::delete_node(self.store.dirty_mut(sib), 0);
+            let new_sep = view(&*self.store, sib)?.key(0)?.to_vec();
+            if branch {
+                let c = view(&*self.store, sib)?.child(0)?;
+                let buf = self.store.dirty_mut(sib);
+                edit::delete_node(buf, 0);
+                let ok = edit::insert_node(buf, 0, &[], NodeValue::Child(c));
+                assert!(ok, "a shorter node fits where a longer one was");
+            }
+            let ok = edit::append_raw(self.store.dirty_mut(pgno), moved.raw(0));
+            assert!(ok, "an underfull page takes one more node");
+            self.replace_separator(path, level - 1, ridx, &new_sep)
+        } else {
+            let last = view(&*self.store, sib)?.num_keys() - 1;
+            moved.push_raw(view(&*self.store, sib)?.node_raw(last)?);
+            let moved_key = moved.key(0).to_vec();
+            edit::delete_node(self.store.dirty_mut(sib), last);
+            let page = view(&*self.store, pgno)?;
+            let mut nodes = Nodes::from_page(&page)?;
+            let flags = page.flags();
+            if branch {
+                let separator = view(&*self.store, parent)?.key(pidx)?.to_vec();
+                nodes.set_branch_key(0, &separator);
+                moved.set_branch_key(0, &[]);
+            }
+            nodes.push_raw(moved.raw(0));
+            nodes.move_last_to(0);
+            nodes.write_page(self.store.dirty_mut(pgno), pgno, flags, 0..nodes.len());
+            self.replace_separator(path, level - 1, pidx, &moved_key)
+        }
+    }
+
+    /// Replaces the key of branch node `idx` of the page at `level` of `path`.
+    fn replace_separator(
+        &mut self,
+        path: &Path,
+        level: usize,
+        idx: usize,
+        key: &[u8],
+    ) -> Result<()> {
+        debug_assert!(idx > 0, "node 0 of a branch has no key");
+        let pgno = path.pgno[level];
+        let child = view(&*self.store, pgno)?.child(idx)?;
+        let buf = self.store.dirty_mut(pgno);
+        edit::delete_node(buf, idx);
+        if edit::insert_node(buf, idx, key, NodeValue::Child(child)) {
+            return Ok(());
+        }
+        self.split_insert(path, level, idx, key, NodeValue::Child(child), false)
+    }
+}

@@ -1,0 +1,83 @@
+//! Copy-on-write B+tree: search, insert with splits, delete with rebalancing, overflow values.
+//!
+//! The tree code sees pages only through `store::PageSource`/`PageStore`; it never knows
+//! whether a page lives in the map or in a dirty buffer. Before changing anything it
+//! "touches" the path from the root to the leaf, so every page it writes was allocated by
+//! the current transaction (invariant 1 of DESIGN.md: reachable pages are never written in
+//! place).
+//!
+//! Separator keys follow LMDB: node 0 of a branch page has an empty key and stands for
+//! "everything below node 1's key"; child `i` holds keys `k` with `key_i <= k < key_{i+1}`.
+//! A separator may be smaller than every key left in its subtree after deletes.
+//!
+//! Files: `search` (the one descent from the root, point lookups), `position` (a cursor's
+//! place in a tree and its moves), `put` (insert, splits, overflow values), `delete`
+//! (removal and rebalancing), `nodes` (the node lists splits and merges rebuild pages from).
+
+mod delete;
+mod nodes;
+mod position;
+mod put;
+mod search;
+
+pub use position::{Position, State};
+pub use put::{PutMode, TreeMut};
+pub use search::{get, get_node, leaf_search, node_value, search, search_leaf};
+
+use crate::error::Result;
+use crate::page::{PageView, P_INVALID};
+use crate::store::PageSource;
+
+/// Maximum tree depth: a deeper tree is treated as corrupted (it would need more pages than
+/// any map can hold), so descent is bounded even on a hostile file.
+pub const MAX_DEPTH: usize = 32;
+
+/// Below this fill (per-mille) a page touched by a delete is rebalanced (LMDB's value).
+pub const FILL_THRESHOLD: usize = 250;
+
+/// The pages from the root to a leaf, and the slot taken at each level.
+#[derive(Clone, Debug)]
+pub struct Path {
+    /// Number of levels filled in (the tree depth once a search completes).
+    pub depth: usize,
+    /// Page number at each level, root first.
+    pub pgno: [u64; MAX_DEPTH],
+    /// Slot index at each level.
+    pub idx: [u16; MAX_DEPTH],
+}
+
+impl Default for Path {
+    fn default() -> Self {
+        Path {
+            depth: 0,
+            pgno: [P_INVALID; MAX_DEPTH],
+            idx: [0; MAX_DEPTH],
+        }
+    }
+}
+
+impl Path {
+    /// Index of the leaf level.
+    #[inline]
+    pub fn leaf_level(&self) -> usize {
+        self.depth - 1
+    }
+
+    /// Leaf page number.
+    #[inline]
+    pub fn leaf(&self) -> u64 {
+        self.pgno[self.depth - 1]
+    }
+
+    /// Slot in the leaf.
+    #[inline]
+    pub fn leaf_idx(&self) -> usize {
+        self.idx[self.depth - 1] as usize
+    }
+}
+
+/// Parses page `pgno` as a branch or leaf page.
+#[inline]
+pub fn view<S: PageSource + ?Sized>(src: &S, pgno: u64) -> Result<PageView<'_>> {
+    PageView::parse(src.page(pgno)?, pgno)
+}

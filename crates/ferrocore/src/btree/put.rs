@@ -1,0 +1,433 @@
+//! Insert: copy-on-write touch of the path, puts, overflow values and splits.
+
+use std::cmp::Ordering;
+
+use crate::error::{Error, Result};
+use crate::meta::DbRecord;
+use crate::order::{cmp_lexicographic, KeyCmp};
+use crate::page::{
+    edit, node_flags, node_max, overflow_pages, page_flags, read_u32, NodeValue, NODE_HEADER_SIZE,
+    PAGE_HEADER_SIZE, P_INVALID,
+};
+use crate::store::PageStore;
+
+use super::nodes::{choose_split, Nodes, SPLIT_SCRATCH};
+use super::search::{descend, search, Descend};
+use super::{view, Path, MAX_DEPTH};
+
+/// How `put` treats an existing key and key order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PutMode {
+    /// Fail with `KeyExist` if the key is present.
+    pub no_overwrite: bool,
+    /// The key must sort after every key in the tree (`KeyExist` otherwise); pages are
+    /// split so that appended data fills them.
+    pub append: bool,
+    /// Node flags of the item: 0 for plain data, `SUBDATA` for a named DB's record in the
+    /// main DB. An existing item of the other kind is not replaced (`Incompatible`).
+    pub node_flags: u16,
+    /// Replace an existing node whatever its kind (DUPSORT code turning a single value
+    /// into a set of duplicates and back).
+    pub any_kind: bool,
+}
+
+/// Fails with `Incompatible` unless an existing node's kind (plain data or named-DB
+/// record) is the one the caller works with.
+pub(super) fn check_node_kind(existing: u16, wanted: u16) -> Result<()> {
+    const KIND: u16 = node_flags::SUBDATA | node_flags::DUPDATA;
+    if existing & KIND != wanted & KIND {
+        return Err(Error::Incompatible);
+    }
+    Ok(())
+}
+
+/// A mutable tree: the store its pages live in, its record, and its key order.
+pub struct TreeMut<'a, S: PageStore> {
+    /// Where pages live.
+    pub store: &'a mut S,
+    /// Root, depth and statistics, updated as the tree changes.
+    pub db: &'a mut DbRecord,
+    /// Key order.
+    pub cmp: KeyCmp,
+}
+
+impl<S: PageStore> TreeMut<'_, S> {
+    pub(super) fn page_size(&self) -> usize {
+        self.store.page_size()
+    }
+
+    /// Makes the pages on the way to `key` writable now (copy-on-write), so that a later
+    /// put of `key` allocates nothing unless it splits. Nothing to do in an empty tree.
+    pub fn touch_to(&mut self, key: &[u8]) -> Result<()> {
+        if self.db.root == P_INVALID {
+            return Ok(());
+        }
+        let mut path = Path::default();
+        search(&*self.store, self.db, self.cmp, key, &mut path)?;
+        self.touch_path(&mut path)
+    }
+
+    /// Makes every page on `path` writable, re-pointing parents at the copies.
+    pub(super) fn touch_path(&mut self, path: &mut Path) -> Result<()> {
+        for level in 0..path.depth {
+            let old = path.pgno[level];
+            let new = self.store.touch(old)?;
+            if new != old {
+                path.pgno[level] = new;
+                if level == 0 {
+                    self.db.root = new;
+                } else {
+                    let parent = self.store.dirty_mut(path.pgno[level - 1]);
+                    edit::set_child(parent, path.idx[level - 1] as usize, new);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Frees the overflow run that starts at `pgno` (its length read from its header).
+    pub(super) fn free_overflow(&mut self, pgno: u64) -> Result<()> {
+        let first = self.store.page(pgno)?;
+        if first[10..12] != page_flags::OVERFLOW.to_le_bytes() {
+            return Err(Error::corrupted(
+                pgno,
+                "freeing an overflow run that is not one",
+            ));
+        }
+        let count = read_u32(first, 12) as usize;
+        // A forged count must not free pages past the file (or billions of them).
+        if count == 0 || self.store.pages(pgno, count).is_err() {
+            return Err(Error::corrupted(pgno, "overflow run length out of range"));
+        }
+        self.store.free(pgno, count)?;
+        self.db.overflow_pages = self.db.overflow_pages.saturating_sub(count as u64);
+        Ok(())
+    }
+
+    /// Writes `value` into a new overflow run if it is too big for a node.
+    fn store_value<'v>(
+        &mut self,
+        key: &[u8],
+        value: &'v [u8],
+        flags: u16,
+    ) -> Result<NodeValue<'v>> {
+        let ps = self.page_size();
+        if NODE_HEADER_SIZE + key.len() + value.len() <= node_max(ps) {
+            return Ok(NodeValue::Inline { flags, data: value });
+        }
+        debug_assert_eq!(flags, 0, "only plain values go to overflow pages");
+        let count = overflow_pages(ps, value.len());
+        let pgno = self.store.alloc(count)?;
+        let run = self.store.dirty_mut(pgno);
+        edit::init_overflow(run, pgno, count as u32);
+        run[PAGE_HEADER_SIZE..PAGE_HEADER_SIZE + value.len()].copy_from_slice(value);
+        self.db.overflow_pages += count as u64;
+        Ok(NodeValue::Overflow {
+            pgno,
+            size: value.len(),
+        })
+    }
+
+    /// Inserts or replaces `key`. (Callers that need the item's place search again, or
+    /// use [`TreeMut::put_at`] with their own path.)
+    pub fn put(&mut self, key: &[u8], value: &[u8], mode: PutMode) -> Result<()> {
+        if self.db.root == P_INVALID {
+            let pgno = self.store.alloc(1)?;
+            let leaf2 = self.db.flags & (crate::db_flags::DUP_FIXED | crate::db_flags::DUP_SORT)
+                == crate::db_flags::DUP_FIXED;
+            if leaf2 {
+                // The sub-DB of a DUPFIXED DB (flags DUPFIXED without DUPSORT): its leaves are
+                // LEAF2, keys of `pad` bytes.
+                if key.len() != self.db.pad as usize || !value.is_empty() {
+                    return Err(Error::BadValSize {
+                        what: "DUPFIXED value",
+                        size: key.len(),
+                        max: self.db.pad as usize,
+                    });
+                }
+                edit::init_leaf2(
+                    self.store.dirty_mut(pgno),
+                    pgno,
+                    page_flags::LEAF | page_flags::LEAF2,
+                    key.len(),
+                );
+            } else {
+                edit::init(self.store.dirty_mut(pgno), pgno, page_flags::LEAF);
+            }
+            self.db.root = pgno;
+            self.db.depth = 1;
+            self.db.leaf_pages = 1;
+            let v = self.store_value(key, value, mode.node_flags)?;
+            let ok = edit::insert_node(self.store.dirty_mut(pgno), 0, key, v);
+            assert!(ok, "a node of at most node_max bytes fits an empty page");
+            self.db.entries = 1;
+            return Ok(());
+        }
+        let mut path = Path::default();
+        let (idx, exact) = if mode.append {
+            // As LMDB's MDB_APPEND: down the rightmost edge, one comparison with the last
+            // key, and the new key goes after it (or KeyExist).
+            match self.append_slot(key, &mut path)? {
+                Some(idx) => (idx, false),
+                None => return Err(Error::KeyExist),
+            }
+        } else {
+            search(&*self.store, self.db, self.cmp, key, &mut path)?
+        };
+        self.put_at(&mut path, idx, exact, key, value, mode)?;
+        Ok(())
+    }
+
+    /// [`TreeMut::put`] where [`search`] (of this tree, unchanged since) put `key` at slot
+    /// `idx` of `path`'s leaf, `exact` if it is there: callers that searched already do
+    /// not descend again. Returns true if `path` then leads to the item (false after a
+    /// split). The path is borrowed, not moved: it is 328 bytes.
+    pub fn put_at(
+        &mut self,
+        path: &mut Path,
+        idx: usize,
+        exact: bool,
+        key: &[u8],
+        value: &[u8],
+        mode: PutMode,
+    ) -> Result<bool> {
+        debug_assert!(path.depth > 0 && path.depth as u16 == self.db.depth);
+        let leaf = view(&*self.store, path.leaf())?;
+        if exact {
+            let flags = leaf.node(idx)?.flags;
+            if !mode.any_kind {
+                check_node_kind(flags, mode.node_flags)?;
+            }
+            if mode.no_overwrite {
+                return Err(Error::KeyExist);
+            }
+        }
+        let fixed = leaf.fixed_size();
+        if fixed != 0 {
+            // A LEAF2 leaf holds keys only: present means nothing to change.
+            if key.len() != fixed {
+                return Err(Error::BadValSize {
+                    what: "DUPFIXED value",
+                    size: key.len(),
+                    max: fixed,
+                });
+            }
+            if exact {
+                return Ok(true);
+            }
+        }
+        self.touch_path(path)?;
+        let leaf = path.leaf();
+        if exact {
+            let (flags, size, stored) = {
+                let page = view(&*self.store, leaf)?;
+                let node = page.node(idx)?;
+                (
+                    node.flags,
+                    node.data_size(),
+                    if node.flags & node_flags::BIGDATA != 0 {
+                        node.overflow_pgno()
+                    } else {
+                        0
+                    },
+                )
+            };
+            if flags & node_flags::BIGDATA != 0 {
+                if self.rewrite_overflow_in_place(leaf, idx, stored, key, value)? {
+                    return Ok(true);
+                }
+                self.free_overflow(stored)?;
+            } else if size == value.len()
+                && flags == mode.node_flags
+                && NODE_HEADER_SIZE + key.len() + value.len() <= node_max(self.page_size())
+            {
+                edit::overwrite_inline_data(self.store.dirty_mut(leaf), idx, value);
+                return Ok(true);
+            }
+            edit::delete_node(self.store.dirty_mut(leaf), idx);
+        } else {
+            self.db.entries += 1;
+        }
+        let v = self.store_value(key, value, mode.node_flags)?;
+        if edit::insert_node(self.store.dirty_mut(leaf), idx, key, v) {
+            return Ok(true);
+        }
+        let level = path.leaf_level();
+        self.split_insert(path, level, idx, key, v, mode.append)?;
+        Ok(false)
+    }
+
+    /// Overwrites an overflow value in its own run when the run is ours and big enough.
+    fn rewrite_overflow_in_place(
+        &mut self,
+        leaf: u64,
+        idx: usize,
+        run: u64,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<bool> {
+        let ps = self.page_size();
+        if !self.store.is_dirty(run) || NODE_HEADER_SIZE + key.len() + value.len() <= node_max(ps) {
+            return Ok(false);
+        }
+        let have = read_u32(self.store.page(run)?, 12) as usize;
+        if overflow_pages(ps, value.len()) > have {
+            return Ok(false);
+        }
+        let buf = self.store.dirty_mut(run);
+        buf[PAGE_HEADER_SIZE..PAGE_HEADER_SIZE + value.len()].copy_from_slice(value);
+        // Same node footprint (an 8-byte pgno): replace the node to record the new size.
+        let page = self.store.dirty_mut(leaf);
+        edit::delete_node(page, idx);
+        let ok = edit::insert_node(
+            page,
+            idx,
+            key,
+            NodeValue::Overflow {
+                pgno: run,
+                size: value.len(),
+            },
+        );
+        assert!(ok, "same-size node fits where it was");
+        Ok(true)
+    }
+
+    /// Fills `path` with the tree's rightmost edge and returns the slot after the last
+    /// key, if `key` sorts after it; `None` if it does not (APPEND's KeyExist).
+    fn append_slot(&self, key: &[u8], path: &mut Path) -> Result<Option<usize>> {
+        let db = &*self.db;
+        let (leaf, _) = descend(
+            &*self.store,
+            db,
+            path,
+            0,
+            db.root,
+            Descend::Last,
+            cmp_lexicographic,
+        )?;
+        let n = leaf.num_keys();
+        if n > 0 && self.cmp.compare(key, leaf.key(n - 1)?) != Ordering::Greater {
+            return Ok(None);
+        }
+        path.idx[path.leaf_level()] = n as u16;
+        Ok(Some(n))
+    }
+
+    /// Inserts `key`/`value` at slot `idx` of the (dirty, full) page at `level` of `path`
+    /// by splitting it, and carries the new separator up, splitting parents as needed.
+    pub(super) fn split_insert(
+        &mut self,
+        path: &Path,
+        level: usize,
+        idx: usize,
+        key: &[u8],
+        value: NodeValue<'_>,
+        append: bool,
+    ) -> Result<()> {
+        // The node lists a split copies pages through, reused from split to split (a
+        // split allocated a few buffers each time; write txns split often).
+        let mut scratch = SPLIT_SCRATCH.with(|s| s.take());
+        let (pending, nodes, separator) = &mut scratch;
+        let r = self.split_insert_with(
+            path, level, idx, key, value, append, pending, nodes, separator,
+        );
+        SPLIT_SCRATCH.with(|s| s.replace(scratch));
+        r
+    }
+
+    /// [`TreeMut::split_insert`] with its scratch lists.
+    #[allow(clippy::too_many_arguments)]
+    fn split_insert_with(
+        &mut self,
+        path: &Path,
+        mut level: usize,
+        mut idx: usize,
+        key: &[u8],
+        value: NodeValue<'_>,
+        append: bool,
+        pending: &mut Nodes,
+        nodes: &mut Nodes,
+        separator: &mut Vec<u8>,
+    ) -> Result<()> {
+        let capacity = self.page_size() - PAGE_HEADER_SIZE;
+        // The new node in the stored form of the page it goes to (LEAF2 pages store keys only).
+        let leaf = view(&*self.store, path.pgno[level])?;
+        let (leaf_keys, leaf_flags) = (leaf.num_keys(), leaf.flags());
+        pending.reset_like(&leaf);
+        pending.push_value(key, value);
+        loop {
+            let pgno = path.pgno[level];
+            separator.clear();
+            let (right, branch) = if append
+                && level == path.leaf_level()
+                && idx == leaf_keys
+                && leaf_flags & page_flags::LEAF2 == 0
+            {
+                // MDB_APPEND, as LMDB splits for it: the full leaf stays as it is, and
+                // the new leaf holds the new node alone.
+                let right = self.store.alloc(1)?;
+                let buf = self.store.dirty_mut(right);
+                edit::init(buf, right, leaf_flags);
+                let ok = edit::insert_node(buf, 0, key, value);
+                assert!(ok, "a node of at most node_max bytes fits an empty page");
+                separator.extend_from_slice(key);
+                (right, false)
+            } else {
+                let (flags, n) = {
+                    let page = view(&*self.store, pgno)?;
+                    nodes.refill(&page)?;
+                    (page.flags(), page.num_keys())
+                };
+                let branch = flags & page_flags::BRANCH != 0;
+                nodes.push_raw(pending.raw(0));
+                nodes.move_last_to(idx);
+                let sp = choose_split(nodes, branch, capacity, idx == n)?;
+                separator.extend_from_slice(nodes.key(sp));
+                if branch {
+                    nodes.set_branch_key(sp, &[]);
+                }
+                let right = self.store.alloc(1)?;
+                nodes.write_page(self.store.dirty_mut(pgno), pgno, flags, 0..sp);
+                nodes.write_page(self.store.dirty_mut(right), right, flags, sp..nodes.len());
+                (right, branch)
+            };
+            if branch {
+                self.db.branch_pages += 1;
+            } else {
+                self.db.leaf_pages += 1;
+            }
+            if level == 0 {
+                let root = self.store.alloc(1)?;
+                let buf = self.store.dirty_mut(root);
+                edit::init(buf, root, page_flags::BRANCH);
+                let ok = edit::insert_node(buf, 0, &[], NodeValue::Child(pgno))
+                    && edit::insert_node(buf, 1, separator, NodeValue::Child(right));
+                assert!(ok, "two nodes fit an empty branch page");
+                self.db.root = root;
+                self.db.depth += 1;
+                self.db.branch_pages += 1;
+                if self.db.depth as usize > MAX_DEPTH {
+                    return Err(Error::CursorFull);
+                }
+                return Ok(());
+            }
+            let parent = path.pgno[level - 1];
+            let pidx = path.idx[level - 1] as usize + 1;
+            if edit::insert_node(
+                self.store.dirty_mut(parent),
+                pidx,
+                separator,
+                NodeValue::Child(right),
+            ) {
+                return Ok(());
+            }
+            level -= 1;
+            idx = pidx;
+            // The separator goes into the parent: a branch node (never LEAF2).
+            pending.bytes.clear();
+            pending.spans.clear();
+            pending.fixed = 0;
+            pending.push_value(separator, NodeValue::Child(right));
+        }
+    }
+}

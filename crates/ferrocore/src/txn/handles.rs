@@ -1,0 +1,245 @@
+//! Handles: the `Database` handle, what a txn keeps of each named DB, and the orders and
+//! records it looks up for them.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+use std::sync::atomic::Ordering;
+
+use crate::btree::{self};
+use crate::catalog::KNOWN_FLAGS;
+use crate::dupsort::{self};
+use crate::error::{Error, Result};
+use crate::meta::DbRecord;
+use crate::order::{KeyCmp, Orders};
+use crate::shared::EnvInner;
+use crate::store::PageSource;
+
+/// Map from DB handle (dbi) to what a txn keeps of that DB, hashed cheaply (the handle
+/// is a small integer; SipHash cost more than the rest of a lookup).
+pub(super) type DbiMap<V> = HashMap<u32, V, BuildHasherDefault<crate::store::PgnoHasher>>;
+
+/// A database handle. ferrocore has the main (unnamed) database; named databases come
+/// with the catalog (see the issue tracker).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Database(pub(crate) u32);
+
+impl Database {
+    /// The free-page database (read-only access, as LMDB's `FREE_DBI`).
+    pub const FREE: Database = Database(0);
+    /// The main database.
+    pub const MAIN: Database = Database(1);
+
+    /// The LMDB `MDB_dbi` number of this handle.
+    pub fn dbi(self) -> u32 {
+        self.0
+    }
+
+    /// The handle with LMDB number `dbi` (as the C ABI receives it). Every operation
+    /// checks it: a number no `open_db` returned gives `BadDbi`.
+    pub fn from_dbi(dbi: u32) -> Database {
+        Database(dbi)
+    }
+}
+
+/// Checks a key against the environment's limits.
+pub(super) fn check_key(env: &EnvInner, key: &[u8]) -> Result<()> {
+    if key.is_empty() || key.len() > env.max_key_size {
+        return Err(Error::BadValSize {
+            what: "key",
+            size: key.len(),
+            max: env.max_key_size,
+        });
+    }
+    Ok(())
+}
+
+/// A named DB's state in a write txn.
+#[derive(Clone)]
+pub(super) struct NamedDb {
+    /// The DB's name: a handle closed and reused names another DB (commit writes the
+    /// record under this name, not under the handle's current one).
+    pub(super) name: Vec<u8>,
+    pub(super) record: DbRecord,
+    pub(super) orders: Orders,
+    /// `orders_generation` when `orders` was read (0: from the flags, never checked).
+    pub(super) generation: u64,
+    /// Changed by this txn: its record is written into the main DB at commit.
+    pub(super) dirty: bool,
+}
+
+/// Name, flags and key orders of a named DB.
+pub(super) type EntryInfo = (Vec<u8>, u16, Orders);
+
+/// Name, flags and key order behind a named-DB handle, as txn `serial` may use it.
+pub(super) fn catalog_entry(env: &EnvInner, db: Database, serial: u64) -> Result<EntryInfo> {
+    Ok(catalog_entry_full(env, db, serial)?.0)
+}
+
+/// As [`catalog_entry`], and whether the handle is public (not private to an open txn).
+pub(super) fn catalog_entry_full(
+    env: &EnvInner,
+    db: Database,
+    serial: u64,
+) -> Result<(EntryInfo, bool)> {
+    let catalog = env
+        .catalog
+        .read()
+        .map_err(|_| Error::Panic("catalog lock poisoned"))?;
+    let e = catalog.entry_for(db.0, serial)?;
+    Ok(((e.name.clone(), e.flags, e.orders), e.private_to.is_empty()))
+}
+
+/// The named-DB handles a txn opened: private to it until it commits (LMDB's rule), then
+/// public; closed if it ends otherwise. A read txn's handles become public when it ends,
+/// unless it is explicitly aborted.
+pub(super) struct HandleScope<'env> {
+    pub(super) env: &'env EnvInner,
+    /// Unique per txn (and per renewal of a read txn).
+    pub(super) serial: u64,
+    /// The txn opened a handle.
+    pub(super) opened: Cell<bool>,
+    /// On drop: publish (true) or close (false) the handles.
+    pub(super) publish_on_drop: Cell<bool>,
+}
+
+impl<'env> HandleScope<'env> {
+    pub(super) fn new(env: &'env EnvInner, publish_on_drop: bool) -> Self {
+        HandleScope {
+            env,
+            serial: env.txn_serial.fetch_add(1, Ordering::Relaxed) + 1,
+            opened: Cell::new(false),
+            publish_on_drop: Cell::new(publish_on_drop),
+        }
+    }
+
+    /// Makes the handles public now (a commit that others may observe next).
+    pub(super) fn publish(&self) {
+        if self.opened.replace(false) {
+            if let Ok(mut c) = self.env.catalog.write() {
+                c.publish(self.serial);
+            }
+        }
+    }
+}
+
+impl Drop for HandleScope<'_> {
+    fn drop(&mut self) {
+        if !self.opened.get() {
+            return;
+        }
+        if self.publish_on_drop.get() {
+            self.publish();
+        } else if let Ok(mut c) = self.env.catalog.write() {
+            if c.discard(self.serial) {
+                // A slot was freed and may be reused: cached records must be re-checked.
+                self.env.orders_generation.fetch_add(1, Ordering::AcqRel);
+            }
+        }
+    }
+}
+
+/// `DbsFull` if `name` has no handle and none is left: LMDB's first check in
+/// `mdb_dbi_open`, before the name is looked up.
+pub(super) fn check_room(env: &EnvInner, name: &[u8]) -> Result<()> {
+    let catalog = env
+        .catalog
+        .read()
+        .map_err(|_| Error::Panic("catalog lock poisoned"))?;
+    if catalog.full_for(name) {
+        return Err(Error::DbsFull);
+    }
+    Ok(())
+}
+
+/// Reads the record of named DB `name` from the main DB `main`, if it exists.
+/// `Incompatible` if `name` is a plain key of the main DB.
+pub(super) fn named_record<S: PageSource + ?Sized>(
+    src: &S,
+    main: &DbRecord,
+    name: &[u8],
+    _flags: u16,
+) -> Result<Option<DbRecord>> {
+    let Some((node_flags, data)) = btree::get_node(src, main, KeyCmp::Lexicographic, name)? else {
+        return Ok(None);
+    };
+    if node_flags & crate::page::node_flags::SUBDATA == 0 || data.len() != DbRecord::SIZE {
+        return Err(Error::Incompatible);
+    }
+    Ok(Some(DbRecord::decode(data)))
+}
+
+/// The main DB's orders (its flags, or comparators the application set).
+pub(super) fn main_orders(env: &EnvInner, main: &DbRecord) -> Result<Orders> {
+    // Until an application comparator is set, orders follow the flags: no lock.
+    if env.orders_generation.load(Ordering::Acquire) == 0 {
+        return Ok(Orders::for_flags(main.flags));
+    }
+    let catalog = env
+        .catalog
+        .read()
+        .map_err(|_| Error::Panic("catalog lock poisoned"))?;
+    Ok(catalog.main_orders(main.flags))
+}
+
+/// The current orders of a named DB, refreshed if an application comparator changed since
+/// `cached` was read (generation `cached_gen`).
+pub(super) fn named_orders(
+    env: &EnvInner,
+    db: Database,
+    cached: Orders,
+    cached_gen: u64,
+    serial: u64,
+) -> Result<(Orders, u64)> {
+    let gen = env.orders_generation.load(Ordering::Acquire);
+    if gen == cached_gen {
+        return Ok((cached, gen));
+    }
+    Ok((catalog_entry(env, db, serial)?.2, gen))
+}
+
+/// The orders of the free DB.
+pub(super) const FREE_ORDERS: Orders = Orders {
+    key: KeyCmp::Integer,
+    dup: None,
+};
+
+/// Checks `mdb_dbi_open` flags; returns the DB flags to store.
+pub(super) fn check_db_flags(flags: u32) -> Result<u16> {
+    if flags & !(KNOWN_FLAGS as u32 | crate::db_flags::CREATE) != 0 {
+        return Err(Error::InvalidArgument("unknown database flag"));
+    }
+    let dup_only = (crate::db_flags::DUP_FIXED
+        | crate::db_flags::INTEGER_DUP
+        | crate::db_flags::REVERSE_DUP) as u32;
+    if flags & dup_only != 0 && flags & crate::db_flags::DUP_SORT as u32 == 0 {
+        // LMDB accepts DUPFIXED without DUPSORT and then loses the data (FORMAT.md §12).
+        return Err(Error::InvalidArgument(
+            "DUPFIXED, INTEGERDUP and REVERSEDUP need DUPSORT",
+        ));
+    }
+    Ok((flags & KNOWN_FLAGS as u32) as u16)
+}
+
+/// The value of `key` (for a DUPSORT DB, its first value).
+pub(super) fn read_value<'s, S: PageSource + ?Sized>(
+    src: &'s S,
+    rec: &DbRecord,
+    orders: Orders,
+    key: &[u8],
+) -> Result<Option<&'s [u8]>> {
+    let cmp = orders.key;
+    let Some(dcmp) = orders.dup else {
+        return btree::get(src, rec, cmp, key);
+    };
+    if rec.root == crate::page::P_INVALID {
+        return Ok(None);
+    }
+    let mut path = btree::Path::default();
+    let (idx, exact) = btree::search(src, rec, cmp, key, &mut path)?;
+    if !exact {
+        return Ok(None);
+    }
+    let node = btree::view(src, path.leaf())?.node(idx)?;
+    dupsort::first_value(src, dupsort::dups_of(&node, path.leaf())?, dcmp).map(Some)
+}

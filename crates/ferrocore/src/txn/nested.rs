@@ -1,0 +1,120 @@
+//! Nested write txns: their changes join the parent on commit and vanish on abort.
+
+use crate::error::{Error, Result};
+use crate::meta::DbRecord;
+
+use super::*;
+
+/// A nested write txn (LMDB's child txn): its changes become part of the parent on
+/// [`NestedTxn::commit`] and vanish on [`NestedTxn::abort`] (or drop), leaving the parent
+/// as it was. It dereferences to [`WriteTxn`], so it can do everything a write txn does,
+/// including nesting further; the parent cannot be used while it is open (it is borrowed).
+pub struct NestedTxn<'p, 'env> {
+    pub(super) txn: &'p mut WriteTxn<'env>,
+    pub(super) level: Option<NestedLevel>,
+}
+
+/// One level of nesting, as [`WriteTxn::begin_nested_level`] opened it: the parts of the
+/// write txn's state the nested txn may change, as the parent left them. Handle-based
+/// bindings (the C ABI) keep it instead of a [`NestedTxn`], which borrows the parent.
+#[must_use = "a nested level must be committed or aborted"]
+pub struct NestedLevel {
+    pub(super) free_db: DbRecord,
+    pub(super) main_db: DbRecord,
+    pub(super) named: DbiMap<NamedDb>,
+    pub(super) deleted_named: Vec<(u32, u16)>,
+    pub(super) main_dropped: bool,
+    pub(super) failed: bool,
+    /// `drops.len()` when the level began: an abort forgets the level's drops.
+    pub(super) drops: usize,
+}
+
+impl<'env> WriteTxn<'env> {
+    /// Begins a nested txn (`mdb_txn_begin` with this txn as parent).
+    pub fn begin_nested(&mut self) -> Result<NestedTxn<'_, 'env>> {
+        let level = self.begin_nested_level()?;
+        Ok(NestedTxn {
+            txn: self,
+            level: Some(level),
+        })
+    }
+
+    /// Begins a nested level without borrowing: from here until the level is given back to
+    /// [`WriteTxn::commit_nested_level`] or [`WriteTxn::abort_nested_level`], changes belong
+    /// to it. Levels must be ended in the reverse order of their beginning.
+    pub fn begin_nested_level(&mut self) -> Result<NestedLevel> {
+        self.check_usable()?;
+        if self.pages.writes_through_map() {
+            // As LMDB: a WRITE_MAP txn changes pages in place, with nothing to undo them by.
+            return Err(Error::BadTxn);
+        }
+        self.pages.begin_nested();
+        Ok(NestedLevel {
+            free_db: self.free_db,
+            main_db: self.main_db,
+            named: self.named.clone(),
+            deleted_named: self.deleted_named.clone(),
+            main_dropped: self.main_dropped,
+            failed: self.failed,
+            drops: self.drops.len(),
+        })
+    }
+
+    /// Makes the innermost level's changes part of the level below. A level that failed is
+    /// aborted instead, and `BadTxn` returned.
+    pub fn commit_nested_level(&mut self, level: NestedLevel) -> Result<()> {
+        if self.failed {
+            self.abort_nested_level(level);
+            return Err(Error::BadTxn);
+        }
+        self.pages.commit_nested();
+        Ok(())
+    }
+
+    /// Discards the innermost level's changes.
+    pub fn abort_nested_level(&mut self, level: NestedLevel) {
+        self.pages.abort_nested();
+        self.free_db = level.free_db;
+        self.main_db = level.main_db;
+        self.named = level.named;
+        self.deleted_named = level.deleted_named;
+        self.main_dropped = level.main_dropped;
+        self.failed = level.failed;
+        self.drops.truncate(level.drops);
+        self.changes = self.changes.wrapping_add(1);
+    }
+}
+
+impl NestedTxn<'_, '_> {
+    /// Makes the nested txn's changes part of its parent. A nested txn that failed is
+    /// aborted instead, and `BadTxn` returned.
+    pub fn commit(mut self) -> Result<()> {
+        let level = self.level.take().expect("a nested txn ends once");
+        self.txn.commit_nested_level(level)
+    }
+
+    /// Discards the nested txn's changes.
+    pub fn abort(self) {}
+}
+
+impl<'env> std::ops::Deref for NestedTxn<'_, 'env> {
+    type Target = WriteTxn<'env>;
+
+    fn deref(&self) -> &WriteTxn<'env> {
+        self.txn
+    }
+}
+
+impl<'env> std::ops::DerefMut for NestedTxn<'_, 'env> {
+    fn deref_mut(&mut self) -> &mut WriteTxn<'env> {
+        self.txn
+    }
+}
+
+impl Drop for NestedTxn<'_, '_> {
+    fn drop(&mut self) {
+        if let Some(level) = self.level.take() {
+            self.txn.abort_nested_level(level);
+        }
+    }
+}

@@ -1,0 +1,677 @@
+//! The write txn: begin, the DBs it changes, put, delete, drop, and its end.
+
+use std::sync::atomic::Ordering;
+use std::sync::MutexGuard;
+
+use crate::btree::{self, PutMode, TreeMut};
+use crate::catalog::KNOWN_FLAGS;
+use crate::cursor::CursorCore;
+use crate::dupsort::{self, DupTree};
+use crate::error::{Error, Result};
+use crate::flags::{env_flags, put_flags};
+use crate::freelist;
+use crate::lock::mutex::Locked;
+use crate::meta::{DbRecord, Meta, Stat};
+use crate::order::{KeyCmp, Orders};
+use crate::shared::EnvInner;
+use crate::store::{DirtyPages, MappedWrites, PageStore, Reclaim};
+
+use super::*;
+
+pub struct WriteTxn<'env> {
+    pub(super) env: &'env EnvInner,
+    pub(super) txnid: u64,
+    pub(super) base: Meta,
+    pub(super) free_db: DbRecord,
+    pub(super) main_db: DbRecord,
+    /// Named DBs used by this txn, loaded on first use (never a loop over all DBs).
+    pub(super) named: DbiMap<NamedDb>,
+    /// Named DBs this txn deleted (dbi, flags), and whether it emptied the main DB.
+    pub(super) deleted_named: Vec<(u32, u16)>,
+    pub(super) main_dropped: bool,
+    pub(super) pages: DirtyPages<'env>,
+    /// An operation failed part way: the txn can only be aborted.
+    pub(super) failed: bool,
+    /// Bumped by every change (put, delete, drop, nested abort): detached cursors compare it
+    /// with the count they last saw to know whether the tree moved under them.
+    pub(super) changes: u64,
+    /// Each `drop_db` of this txn: the DB and the change count it made. LMDB unpositions
+    /// every cursor of a DB it empties; detached cursors read this to do the same.
+    pub(super) drops: Vec<(u32, u64)>,
+    /// Handles this txn opened (private to it until it commits).
+    pub(super) handles: HandleScope<'env>,
+    /// Room to build a DUPSORT key's grown sub-page in, kept from put to put.
+    pub(super) dup_scratch: Vec<u8>,
+    // Released after Drop::drop has released the cross-process lock.
+    pub(super) _guard: MutexGuard<'env, ()>,
+}
+
+impl<'env> WriteTxn<'env> {
+    pub(crate) fn begin(env: &'env EnvInner) -> Result<Self> {
+        if env.flags.load(Ordering::Relaxed) & env_flags::READ_ONLY != 0 {
+            return Err(Error::Io(std::io::Error::from_raw_os_error(libc::EACCES)));
+        }
+        env.check_not_forked()?;
+        let guard = env.lock.writer_in_process()?;
+        if env.failed.load(Ordering::Acquire) {
+            return Err(Error::Panic("a commit failed; reopen the environment"));
+        }
+        if env.lock.lock_writer()? == Locked::OwnerDied {
+            // A process died holding the writer lock, perhaps after writing its meta but
+            // before publishing its txn id: publish the newest meta's, as LMDB does.
+            if let Err(e) = env.recover_from_dead_writer() {
+                env.lock.unlock_writer();
+                return Err(e);
+            }
+        }
+        let base = match env.latest_meta().and_then(|m| check_write_map_size(env, m)) {
+            Ok(m) => m,
+            Err(e) => {
+                env.lock.unlock_writer();
+                return Err(e);
+            }
+        };
+        env.note_snapshot(base.txnid);
+        // Pages freed by txn t belong to snapshot t - 1. A reader of snapshot r needs the
+        // records above r kept; and, as in LMDB, so does the snapshot before the last commit
+        // (the other meta page): with NOMETASYNC or NOSYNC the last meta may not be on disk,
+        // and after a crash the file falls back to it. So the records below both are free.
+        let mut oldest = env.lock.oldest_reader();
+        if oldest.is_some_and(|r| r < base.txnid) && env.stale_reader_check_due() {
+            // A reader pins pages this txn could reuse. If its process died (killed while
+            // reading), clear its slot now, as LMDB's writer does when it runs short of
+            // pages; at most once a second, so a live long reader costs nothing.
+            if env.lock.clear_stale_readers().unwrap_or(0) > 0 {
+                oldest = env.lock.oldest_reader();
+            }
+        }
+        let limit = oldest.map_or(u64::MAX, |r| r + 1).min(base.txnid);
+        let spare = std::mem::take(
+            &mut *env
+                .spare_pages
+                .lock()
+                .map_err(|_| Error::Panic("spare pages lock"))?,
+        );
+        // Under WRITE_MAP the txn's pages are built in the map, within the file.
+        let mapped = if env.map.is_writable() {
+            match env.data.len() {
+                Ok(len) => Some(MappedWrites::new(&*env.data, len, env.page_size)),
+                Err(e) => {
+                    env.lock.unlock_writer();
+                    return Err(e.into());
+                }
+            }
+        } else {
+            None
+        };
+        let pages = DirtyPages::new(
+            &env.map,
+            env.page_size,
+            base.last_pgno,
+            env.max_pgno(),
+            spare,
+            Reclaim::new(base.free_db, limit, freelist::next_reclaimable),
+            mapped,
+        );
+        Ok(WriteTxn {
+            env,
+            txnid: base.txnid + 1,
+            base,
+            free_db: base.free_db,
+            main_db: base.main_db,
+            named: DbiMap::default(),
+            deleted_named: Vec::new(),
+            main_dropped: false,
+            pages,
+            failed: false,
+            changes: 0,
+            drops: Vec::new(),
+            handles: HandleScope::new(env, false),
+            dup_scratch: Vec::new(),
+            _guard: guard,
+        })
+    }
+
+    /// This txn's id (the last committed id + 1).
+    pub fn id(&self) -> u64 {
+        self.txnid
+    }
+
+    /// The txn's pages, for cursors.
+    pub(crate) fn source(&self) -> Source<'_> {
+        Source::Write(&self.pages)
+    }
+
+    /// True if an operation failed part way (the txn can only be aborted).
+    pub fn has_failed(&self) -> bool {
+        self.failed
+    }
+
+    /// True if `db` was dropped (emptied or deleted) by a change after change count `since`.
+    pub(crate) fn dropped_since(&self, db: Database, since: u64) -> bool {
+        self.drops
+            .iter()
+            .any(|&(dbi, at)| dbi == db.0 && at > since)
+    }
+
+    /// A count that changes whenever this txn changes a tree (see [`crate::DetachedCursor`]).
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
+    pub(super) fn check_usable(&self) -> Result<()> {
+        if self.failed {
+            return Err(Error::BadTxn);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn tree(&self, db: Database) -> Result<(DbRecord, Orders)> {
+        match db {
+            Database::MAIN => Ok((self.main_db, main_orders(self.env, &self.main_db)?)),
+            Database::FREE => Ok((self.free_db, FREE_ORDERS)),
+            _ => match self.named.get(&db.0).filter(|n| !self.reused(db, n)) {
+                Some(n) => Ok((
+                    n.record,
+                    named_orders(self.env, db, n.orders, n.generation, self.handles.serial)?.0,
+                )),
+                None => {
+                    let (name, flags, cmp) = catalog_entry(self.env, db, self.handles.serial)?;
+                    let record = named_record(&self.pages, &self.main_db, &name, flags)?
+                        .unwrap_or_else(|| DbRecord::empty(flags));
+                    Ok((record, cmp))
+                }
+            },
+        }
+    }
+
+    /// Writes back the record of `db`, which [`WriteTxn::tree_mut`] loaded in this txn
+    /// (without looking up its orders again).
+    pub(super) fn set_record(&mut self, db: Database, record: DbRecord) {
+        if db == Database::MAIN {
+            self.main_db = record;
+        } else if let Some(named) = self.named.get_mut(&db.0) {
+            named.record = record;
+        } else {
+            debug_assert!(false, "set_record of a DB tree_mut did not load");
+        }
+    }
+
+    /// True if `db`'s handle was closed and reused for another DB since this txn loaded
+    /// `n` for it (LMDB's `mdb_dump -a` closes each handle after use). Cheap unless some
+    /// handle of the environment was closed since.
+    pub(super) fn reused(&self, db: Database, n: &NamedDb) -> bool {
+        if self.env.orders_generation.load(Ordering::Acquire) == n.generation {
+            return false;
+        }
+        match catalog_entry(self.env, db, self.handles.serial) {
+            Ok((name, _, _)) => name != n.name,
+            Err(_) => false, // the caller's next catalog look-up reports it
+        }
+    }
+
+    /// Forgets what this txn loaded for `db` if its handle now names another DB. A DB this
+    /// txn changed stays, under a number no handle has, so commit still writes it.
+    pub(super) fn forget_if_reused(&mut self, db: Database) {
+        let Some(n) = self.named.get(&db.0) else {
+            return;
+        };
+        if !self.reused(db, n) {
+            return;
+        }
+        let old = self.named.remove(&db.0).expect("just looked up");
+        if old.dirty {
+            let spare = (0..=u32::MAX)
+                .rev()
+                .find(|k| !self.named.contains_key(k))
+                .expect("fewer than 2^32 DBs");
+            self.named.insert(spare, old);
+        }
+    }
+
+    /// The record and key order of a DB this txn may write, loaded on first use.
+    pub(super) fn tree_mut(&mut self, db: Database) -> Result<(&mut DbRecord, Orders)> {
+        match db {
+            Database::MAIN => {
+                let orders = main_orders(self.env, &self.main_db)?;
+                Ok((&mut self.main_db, orders))
+            }
+            Database::FREE => Err(Error::InvalidArgument("the free DB is read-only")),
+            _ => {
+                self.forget_if_reused(db);
+                let n = match self.named.entry(db.0) {
+                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        let (name, flags, cmp) = catalog_entry(self.env, db, self.handles.serial)?;
+                        // A handle whose DB does not exist in this txn (created by a txn
+                        // that aborted, or dropped) cannot be written.
+                        let record = named_record(&self.pages, &self.main_db, &name, flags)?
+                            .ok_or(Error::BadDbi)?;
+                        e.insert(NamedDb {
+                            name,
+                            record,
+                            orders: cmp,
+                            generation: 0,
+                            dirty: false,
+                        })
+                    }
+                };
+                (n.orders, n.generation) =
+                    named_orders(self.env, db, n.orders, n.generation, self.handles.serial)?;
+                n.dirty = true;
+                Ok((&mut n.record, n.orders))
+            }
+        }
+    }
+
+    /// Opens the named DB `name` (LMDB's `mdb_dbi_open`): `flags` are DB flags plus
+    /// `db_flags::CREATE` to create it if it does not exist. `None` is the main DB.
+    pub fn open_db(&mut self, name: Option<&str>, flags: u32) -> Result<Database> {
+        self.check_usable()?;
+        let Some(name) = name else {
+            // As LMDB: flags given for the main DB are added to its record.
+            let f = check_db_flags(flags)?;
+            self.main_db.flags |= f;
+            return Ok(Database::MAIN);
+        };
+        let create = flags & crate::db_flags::CREATE != 0;
+        let db_flags = check_db_flags(flags)?;
+        let name = name.as_bytes();
+        if name.is_empty() || name.len() > self.env.max_key_size {
+            return Err(Error::BadValSize {
+                what: "DB name",
+                size: name.len(),
+                max: self.env.max_key_size,
+            });
+        }
+        check_room(self.env, name)?;
+        let existing = named_record(&self.pages, &self.main_db, name, db_flags)?;
+        let dbi = match existing {
+            Some(record) => {
+                if record.flags & KNOWN_FLAGS != db_flags && flags & !crate::db_flags::CREATE != 0 {
+                    return Err(Error::Incompatible);
+                }
+                let dbi = self
+                    .env
+                    .catalog
+                    .write()
+                    .map_err(|_| Error::Panic("catalog lock poisoned"))?
+                    .register(name, record.flags, self.handles.serial)?;
+                self.handles.opened.set(true);
+                dbi
+            }
+
+            None if create => {
+                let dbi = self
+                    .env
+                    .catalog
+                    .write()
+                    .map_err(|_| Error::Panic("catalog lock poisoned"))?
+                    .register(name, db_flags, self.handles.serial)?;
+                self.handles.opened.set(true);
+                // As LMDB does, the record enters the main DB at once (rewritten at commit).
+                let mode = PutMode {
+                    node_flags: crate::page::node_flags::SUBDATA,
+                    ..PutMode::default()
+                };
+                let record = DbRecord::empty(db_flags).to_bytes();
+                let r = TreeMut {
+                    store: &mut self.pages,
+                    db: &mut self.main_db,
+                    cmp: KeyCmp::Lexicographic,
+                }
+                .put(name, &record, mode);
+                self.note(r)?;
+                self.named.insert(
+                    dbi,
+                    NamedDb {
+                        name: name.to_vec(),
+                        record: DbRecord::empty(db_flags),
+                        orders: Orders::for_flags(db_flags),
+                        generation: 0,
+                        dirty: true,
+                    },
+                );
+                dbi
+            }
+            None => return Err(Error::NotFound),
+        };
+        Ok(Database(dbi))
+    }
+
+    /// Records a failure that may have left the txn's pages half changed.
+    pub(super) fn note<T>(&mut self, r: Result<T>) -> Result<T> {
+        self.changes = self.changes.wrapping_add(1);
+        if let Err(e) = &r {
+            if !matches!(
+                e,
+                Error::KeyExist | Error::NotFound | Error::Incompatible | Error::BadDbi
+            ) {
+                self.failed = true;
+            }
+        }
+        r
+    }
+
+    /// The value of `key` as this txn sees it.
+    pub fn get(&self, db: Database, key: &[u8]) -> Result<Option<&[u8]>> {
+        self.check_usable()?;
+        check_key(self.env, key)?;
+        let (rec, cmp) = self.tree(db)?;
+        read_value(&self.pages, &rec, cmp, key)
+    }
+
+    /// Stores `value` under `key`. `flags` from [`put_flags`]: `NO_OVERWRITE` and `APPEND`
+    /// are supported on the main DB.
+    pub fn put(&mut self, db: Database, key: &[u8], value: &[u8], flags: u32) -> Result<()> {
+        self.put_inner(db, key, value, flags)
+    }
+
+    pub(super) fn put_inner(
+        &mut self,
+        db: Database,
+        key: &[u8],
+        value: &[u8],
+        flags: u32,
+    ) -> Result<()> {
+        self.check_usable()?;
+        check_key(self.env, key)?;
+        if value.len() > u32::MAX as usize {
+            return Err(Error::BadValSize {
+                what: "value",
+                size: value.len(),
+                max: u32::MAX as usize,
+            });
+        }
+        let known = put_flags::NO_OVERWRITE
+            | put_flags::APPEND
+            | put_flags::APPEND_DUP
+            | put_flags::NO_DUP_DATA;
+        if flags & put_flags::MULTIPLE != 0 {
+            return Err(Error::InvalidArgument(
+                "MULTIPLE is a cursor put flag (WriteCursor::put_multiple)",
+            ));
+        }
+        if flags & (put_flags::CURRENT | put_flags::RESERVE) != 0 {
+            return Err(Error::InvalidArgument(
+                "CURRENT is a cursor put flag and RESERVE has its own call (put_reserve)",
+            ));
+        }
+        if flags & !known != 0 {
+            return Err(Error::InvalidArgument("unknown put flag"));
+        }
+        let no_overwrite = flags & put_flags::NO_OVERWRITE != 0;
+        let (record, orders) = self.tree_mut(db)?;
+        let cmp = orders.key;
+        let mut record_copy = *record;
+        if let Some(dcmp) = orders.dup {
+            if value.is_empty() || value.len() > self.env.max_key_size {
+                return Err(Error::BadValSize {
+                    what: "duplicate value",
+                    size: value.len(),
+                    max: self.env.max_key_size,
+                });
+            }
+            if flags & (put_flags::APPEND | put_flags::APPEND_DUP) != 0 {
+                // LMDB: APPEND needs a key after every key; APPENDDUP a value after every
+                // value of the key. Out of order is KeyExist.
+                let src = &self.pages;
+                let mut c = CursorCore::new(record_copy, orders);
+                let mut converts = false;
+                let in_order = if flags & put_flags::APPEND != 0 {
+                    !c.last(src)? || cmp.compare(key, c.item(src)?.0) == std::cmp::Ordering::Greater
+                } else {
+                    !c.seek(src, key, true)? || {
+                        converts = !c.on_dup_data(src)?;
+                        c.edge_dup(src, true)?;
+                        let last = c.item(src)?.1;
+                        converts &= last != value;
+                        dcmp.compare(value, last) == std::cmp::Ordering::Greater
+                    }
+                };
+                if !in_order {
+                    if converts {
+                        // As LMDB: the single value became a set before the order was found
+                        // wrong, and stays one.
+                        let tree = TreeMut {
+                            store: &mut self.pages,
+                            db: &mut record_copy,
+                            cmp,
+                        };
+                        let scratch = &mut self.dup_scratch;
+                        let r = DupTree {
+                            tree,
+                            dcmp,
+                            scratch,
+                        }
+                        .make_set(key);
+                        self.set_record(db, record_copy);
+                        self.note(r)?;
+                    }
+                    return Err(Error::KeyExist);
+                }
+            }
+            let no_dup_data = flags & put_flags::NO_DUP_DATA != 0;
+            let tree = TreeMut {
+                store: &mut self.pages,
+                db: &mut record_copy,
+                cmp,
+            };
+            let scratch = &mut self.dup_scratch;
+            let r = DupTree {
+                tree,
+                dcmp,
+                scratch,
+            }
+            .put(key, value, no_overwrite, no_dup_data);
+            self.set_record(db, record_copy);
+            return self.note(r.map(|_| ()));
+        }
+        // Without DUPSORT, LMDB ignores NO_DUP_DATA and APPEND_DUP; so does ferrocore.
+        let mode = PutMode {
+            no_overwrite,
+            append: flags & put_flags::APPEND != 0,
+            ..PutMode::default()
+        };
+        let r = TreeMut {
+            store: &mut self.pages,
+            db: &mut record_copy,
+            cmp,
+        }
+        .put(key, value, mode);
+        self.set_record(db, record_copy);
+        self.note(r)
+    }
+
+    /// Stores a value of `len` bytes under `key` and returns it to be filled in place
+    /// (`MDB_RESERVE`): no copy of the value is made. The bytes start zeroed. Not for
+    /// DUPSORT DBs (as in LMDB). `flags`: `NO_OVERWRITE`, `APPEND`.
+    pub fn put_reserve(
+        &mut self,
+        db: Database,
+        key: &[u8],
+        len: usize,
+        flags: u32,
+    ) -> Result<&mut [u8]> {
+        if self.tree(db)?.1.dup.is_some() {
+            return Err(Error::Incompatible);
+        }
+        let zeros = vec![0u8; len];
+        self.put_inner(db, key, &zeros, flags)?;
+        self.value_slot_mut(db, key, len)
+    }
+
+    /// The `len` bytes of the value stored under `key` (just stored by this txn, so on a
+    /// dirty page), to be written in place.
+    pub(crate) fn value_slot_mut(
+        &mut self,
+        db: Database,
+        key: &[u8],
+        len: usize,
+    ) -> Result<&mut [u8]> {
+        let (record, orders) = self.tree(db)?;
+        let mut path = btree::Path::default();
+        let (idx, exact) = btree::search(&self.pages, &record, orders.key, key, &mut path)?;
+        debug_assert!(exact, "the key just stored is found");
+        let node = btree::view(&self.pages, path.leaf())?.node(idx)?;
+        if node.flags & crate::page::node_flags::BIGDATA != 0 {
+            let run = node.overflow_pgno();
+            let start = crate::page::PAGE_HEADER_SIZE;
+            return Ok(&mut self.pages.dirty_mut(run)[start..start + len]);
+        }
+        Ok(crate::page::edit::inline_data_mut(
+            self.pages.dirty_mut(path.leaf()),
+            idx,
+        ))
+    }
+
+    /// Deletes `key`. Returns false if it was not present.
+    pub fn delete(&mut self, db: Database, key: &[u8]) -> Result<bool> {
+        self.check_usable()?;
+        self.delete_value(db, key, None)
+    }
+
+    /// Deletes one key/value pair of a DUPSORT DB (LMDB's `mdb_del` with data); on other
+    /// DBs `value` is ignored, as in LMDB. Returns false if the pair was not present.
+    pub fn delete_value(&mut self, db: Database, key: &[u8], value: Option<&[u8]>) -> Result<bool> {
+        self.check_usable()?;
+        check_key(self.env, key)?;
+        let (record, orders) = self.tree_mut(db)?;
+        let cmp = orders.key;
+        let mut record_copy = *record;
+        let r = match orders.dup {
+            Some(dcmp) => DupTree {
+                tree: TreeMut {
+                    store: &mut self.pages,
+                    db: &mut record_copy,
+                    cmp,
+                },
+                dcmp,
+                scratch: &mut self.dup_scratch,
+            }
+            .delete(key, value),
+            None => TreeMut {
+                store: &mut self.pages,
+                db: &mut record_copy,
+                cmp,
+            }
+            .delete(key),
+        };
+        *self.tree_mut(db)?.0 = record_copy;
+        self.note(r)
+    }
+
+    /// Empties `db`, or with `delete` also removes it and closes its handle (LMDB's
+    /// `mdb_drop`). The main DB is only emptied (with every named DB in it).
+    pub fn drop_db(&mut self, db: Database, delete: bool) -> Result<()> {
+        self.check_usable()?;
+        let (record, _) = self.tree_mut(db)?;
+        let rec = *record;
+        let r = dupsort::free_tree(&mut self.pages, &rec);
+        self.note(r)?;
+        self.drops.push((db.0, self.changes));
+        if db == Database::MAIN {
+            self.main_db = DbRecord::empty(rec.flags);
+            // The named DBs' records were in it: they no longer exist in this txn.
+            self.named.clear();
+            self.main_dropped = true;
+            return Ok(());
+        }
+        if !delete {
+            *self.tree_mut(db)?.0 = DbRecord::empty(rec.flags);
+            return Ok(());
+        }
+        let (name, _, _) = catalog_entry(self.env, db, self.handles.serial)?;
+        let main_orders = main_orders(self.env, &self.main_db)?;
+        let r = TreeMut {
+            store: &mut self.pages,
+            db: &mut self.main_db,
+            cmp: main_orders.key,
+        }
+        .delete_kind(&name, crate::page::node_flags::SUBDATA);
+        self.note(r)?;
+        self.named.remove(&db.0);
+        self.deleted_named.push((db.0, rec.flags));
+        self.env
+            .catalog
+            .write()
+            .map_err(|_| Error::Panic("catalog lock poisoned"))?
+            .close(db.0)?;
+        // The handle's slot may be reused: cached orders and records must be re-checked.
+        self.env.orders_generation.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// A read-only cursor over `db` as this txn sees it.
+    pub fn cursor(&self, db: Database) -> Result<Cursor<'_>> {
+        self.check_usable()?;
+        let (rec, orders) = self.tree(db)?;
+        Ok(Cursor::new(Source::Write(&self.pages), rec, orders))
+    }
+
+    /// A cursor that can also write (put and delete at its position).
+    pub fn cursor_mut(&mut self, db: Database) -> Result<WriteCursor<'_, 'env>> {
+        self.check_usable()?;
+        let (record, orders) = self.tree_mut(db)?;
+        let core = CursorCore::new(*record, orders);
+        Ok(WriteCursor {
+            txn: self,
+            db,
+            core,
+        })
+    }
+
+    /// Statistics of `db` as this txn sees it.
+    pub fn db_stat(&self, db: Database) -> Result<Stat> {
+        Ok(self.tree(db)?.0.stat(self.env.page_size))
+    }
+
+    /// The flags of `db` (`db_flags`, as `mdb_dbi_flags` reports them).
+    pub fn db_flags(&self, db: Database) -> Result<u16> {
+        Ok(self.tree(db)?.0.flags)
+    }
+
+    /// The key and value orders of `db` (for `mdb_cmp`/`mdb_dcmp`).
+    pub fn orders(&self, db: Database) -> Result<Orders> {
+        Ok(self.tree(db)?.1)
+    }
+
+    /// Statistics of the main database as this txn sees it.
+    pub fn stat(&self) -> Stat {
+        self.main_db.stat(self.env.page_size)
+    }
+
+    /// For `bulk`: `db`'s record and orders, loaded for writing.
+    pub(crate) fn bulk_target(&mut self, db: Database) -> Result<(DbRecord, Orders)> {
+        self.check_usable()?;
+        let (record, orders) = self.tree_mut(db)?;
+        Ok((*record, orders))
+    }
+
+    /// For `bulk`: the txn's pages.
+    pub(crate) fn bulk_pages(&mut self) -> &mut DirtyPages<'env> {
+        &mut self.pages
+    }
+
+    /// For `bulk`: stores the record of a DB it built (loaded by `bulk_target`).
+    pub(crate) fn bulk_set_record(&mut self, db: Database, record: DbRecord) {
+        self.set_record(db, record);
+        self.changes = self.changes.wrapping_add(1);
+    }
+
+    /// The longest key (and DUPSORT value) this environment takes.
+    pub(crate) fn max_key_size(&self) -> usize {
+        self.env.max_key_size
+    }
+}
+
+impl Drop for WriteTxn<'_> {
+    fn drop(&mut self) {
+        let spare = self.pages.take_spare();
+        if let Ok(mut s) = self.env.spare_pages.lock() {
+            *s = spare;
+        }
+        // The cross-process writer mutex; the in-process one goes with `_guard` just after.
+        self.env.lock.unlock_writer();
+    }
+}
