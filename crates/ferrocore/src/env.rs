@@ -33,6 +33,7 @@ pub struct EnvOptions {
     page_size: Option<usize>,
     flags: u32,
     long_keys: bool,
+    strict: bool,
     max_dbs: u32,
     grow_map: bool,
     file_mode: u32,
@@ -60,6 +61,7 @@ impl Default for EnvOptions {
             page_size: None,
             flags: 0,
             long_keys: false,
+            strict: false,
             max_dbs: 0,
             grow_map: true,
             file_mode: 0o644,
@@ -140,6 +142,15 @@ impl EnvOptions {
     /// them (see docs/FORMAT.md).
     pub fn long_keys(&mut self, on: bool) -> &mut Self {
         self.long_keys = on;
+        self
+    }
+
+    /// Strict mode, for tests (bbolt's `StrictMode`): after every commit of a write txn,
+    /// the new snapshot is checked in full (every page reachable exactly once, key order,
+    /// DUPSORT sub-trees, overflow runs, the free list, as `Env::check`), and a damaged
+    /// snapshot panics with the check's error. Costs a full walk of the file per commit.
+    pub fn strict(&mut self, on: bool) -> &mut Self {
+        self.strict = on;
         self
     }
 
@@ -452,6 +463,7 @@ impl Env {
                 fork_generation: fork::generation(),
                 txn_serial: AtomicU64::new(0),
                 last_stale_check: AtomicU64::new(0),
+                strict: opts.strict,
                 lock,
             },
         }

@@ -34,6 +34,15 @@ pub const TRAILER_SIZE: usize = 24;
 /// Bytes of a meta page ferrocore writes (the rest of the page stays zero).
 pub const META_WRITE_SIZE: usize = META_END + TRAILER_SIZE;
 
+// The meta page's layout, checked when the crate compiles: LMDB's `MDB_meta` (magic,
+// version, address, map size, two 48-byte records, last page, txn id) after the page
+// header, then ferrocore's trailer, all within the smallest page.
+const _: () =
+    assert!(META_END == crate::page::PAGE_HEADER_SIZE + 4 + 4 + 8 + 8 + 2 * DbRecord::SIZE + 8 + 8);
+const _: () = assert!(META_WRITE_SIZE <= crate::page::MIN_PAGE_SIZE);
+// `MDB_db`: pad (u32), flags and depth (u16), then five u64s.
+const _: () = assert!(DbRecord::SIZE == 4 + 2 + 2 + 5 * 8);
+
 /// A B+tree's root and statistics: LMDB's `MDB_db`, 48 bytes on disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DbRecord {

@@ -37,6 +37,15 @@ pub const MIN_PAGE_SIZE: usize = 4096;
 /// with a different data version, can).
 pub const MAX_PAGE_SIZE: usize = 32768;
 
+// The layout, checked when the crate compiles: LMDB 0.9's header sizes on a 64-bit
+// machine, page sizes it can describe (`mp_upper` is a u16), and nodes that fit.
+const _: () = assert!(PAGE_HEADER_SIZE == 16 && NODE_HEADER_SIZE == 8);
+const _: () = assert!(MIN_PAGE_SIZE.is_power_of_two() && MAX_PAGE_SIZE.is_power_of_two());
+const _: () = assert!(MIN_PAGE_SIZE <= MAX_PAGE_SIZE && MAX_PAGE_SIZE <= u16::MAX as usize + 1);
+const _: () = assert!(node_max(MIN_PAGE_SIZE) % 2 == 0);
+const _: () = assert!(2 * (node_max(MIN_PAGE_SIZE) + 2) <= MIN_PAGE_SIZE - PAGE_HEADER_SIZE);
+const _: () = assert!(overflow_pages(MIN_PAGE_SIZE, MIN_PAGE_SIZE - PAGE_HEADER_SIZE) == 1);
+
 /// Page flags (`mp_flags`).
 pub mod page_flags {
     /// Branch page: nodes point at child pages.

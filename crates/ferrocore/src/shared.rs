@@ -53,6 +53,8 @@ pub struct EnvInner {
     pub fork_generation: u64,
     /// Serial numbers of txns (for the handles they open).
     pub txn_serial: AtomicU64,
+    /// Strict mode ([`crate::EnvOptions::strict`]): check every commit's snapshot.
+    pub strict: bool,
     /// When the writer last looked for dead readers (ms since `process_clock`, +1).
     pub last_stale_check: AtomicU64,
 }

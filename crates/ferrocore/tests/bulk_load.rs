@@ -30,6 +30,8 @@ fn open(dir: &Path) -> Env {
     // SAFETY: the test owns the directory; nothing else touches its files.
     unsafe {
         EnvOptions::new()
+            // Strict mode: every commit is followed by a full check.
+            .strict(true)
             .max_dbs(8)
             .flags(env_flags::NO_SYNC)
             .open(dir)

@@ -279,6 +279,8 @@ fn run(ops: &[Op], fixed: bool) -> u64 {
     // SAFETY: the test owns the directory.
     let env = unsafe {
         EnvOptions::new()
+            // Strict mode: every commit is followed by a full check.
+            .strict(true)
             .max_dbs(2)
             .flags(env_flags::NO_SYNC)
             .open(dir.path())

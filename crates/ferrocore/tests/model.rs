@@ -102,6 +102,8 @@ fn open(dir: &std::path::Path) -> Env {
     // SAFETY: the test owns the directory; nothing else touches the files.
     unsafe {
         EnvOptions::new()
+            // Strict mode: every commit is followed by a full check.
+            .strict(true)
             .flags(ferrocore::env_flags::NO_SYNC)
             .open(dir)
             .expect("open env")

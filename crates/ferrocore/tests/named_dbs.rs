@@ -6,6 +6,8 @@ fn open(dir: &std::path::Path, max_dbs: u32) -> Env {
     // SAFETY: the test owns the directory.
     unsafe {
         EnvOptions::new()
+            // Strict mode: every commit is followed by a full check.
+            .strict(true)
             .max_dbs(max_dbs)
             .flags(env_flags::NO_SYNC)
             .open(dir)

@@ -127,6 +127,8 @@ fn run(ops: &[Op]) {
     // SAFETY: the test owns the directory.
     let env = unsafe {
         EnvOptions::new()
+            // Strict mode: every commit is followed by a full check.
+            .strict(true)
             .max_dbs(4)
             .flags(env_flags::NO_SYNC)
             .open(dir.path())

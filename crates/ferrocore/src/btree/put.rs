@@ -296,7 +296,7 @@ impl<S: PageStore> TreeMut<'_, S> {
     /// key, if `key` sorts after it; `None` if it does not (APPEND's KeyExist).
     fn append_slot(&self, key: &[u8], path: &mut Path) -> Result<Option<usize>> {
         let db = &*self.db;
-        let (leaf, _) = descend(
+        let (leaf, _, _) = descend(
             &*self.store,
             db,
             path,

@@ -13,20 +13,16 @@ use crate::store::PageSource;
 
 use super::{view, Path, MAX_DEPTH};
 
-/// Checks that a page found at `level` of a tree of `depth` levels has the right type.
-#[inline]
-fn check_level(page: &PageView<'_>, level: usize, depth: usize) -> Result<()> {
-    let want_leaf = level + 1 == depth;
-    if page.is_leaf() != want_leaf {
-        return Err(Error::corrupted(
-            page.pgno(),
-            "page type does not match its tree level",
-        ));
+/// The error for a page found at a level of the tree that needs another type of page
+/// (`leaf_level`: whether a leaf was needed), or for an empty branch page.
+#[cold]
+#[inline(never)]
+fn misplaced(page: &PageView<'_>, leaf_level: bool) -> Error {
+    if !leaf_level && page.is_branch() && page.num_keys() == 0 {
+        Error::corrupted(page.pgno(), "empty branch page")
+    } else {
+        Error::corrupted(page.pgno(), "page type does not match its tree level")
     }
-    if page.num_keys() == 0 && (!want_leaf || level != 0) && page.is_branch() {
-        return Err(Error::corrupted(page.pgno(), "empty branch page"));
-    }
-    Ok(())
 }
 
 /// Index of the child of branch `page` that covers `key`.
@@ -80,23 +76,59 @@ pub enum Descend<'k> {
     Key(&'k [u8]),
 }
 
+/// What a descent records of its way down: the [`Path`], for callers that go on to change
+/// the leaf or move from it, or nothing ([`NoTrail`]), for a point lookup.
+pub trait Trail {
+    /// The descent took slot `idx` of page `pgno` at `level`.
+    fn step(&mut self, level: usize, pgno: u64, idx: usize);
+    /// The descent reached the leaf level of a tree of `depth` levels.
+    fn reached_leaf(&mut self, depth: usize);
+}
+
+impl Trail for Path {
+    #[inline(always)]
+    fn step(&mut self, level: usize, pgno: u64, idx: usize) {
+        self.pgno[level] = pgno;
+        self.idx[level] = idx as u16;
+    }
+
+    #[inline(always)]
+    fn reached_leaf(&mut self, depth: usize) {
+        self.depth = depth;
+    }
+}
+
+/// A [`Trail`] that records nothing: a lookup that only reads the leaf.
+pub struct NoTrail;
+
+impl Trail for NoTrail {
+    #[inline(always)]
+    fn step(&mut self, _level: usize, _pgno: u64, _idx: usize) {}
+
+    #[inline(always)]
+    fn reached_leaf(&mut self, _depth: usize) {}
+}
+
 /// The tree's one descent: from page `pgno` at `level` (the root at level 0, or a child
-/// of the page `path` holds at `level - 1`) down to a leaf, filling `path` from `level` on.
-/// Every page is checked to be of the type its level needs, and a branch to have
-/// children, so a damaged file cannot send the descent astray or past [`MAX_DEPTH`].
+/// of the page `trail` holds at `level - 1`) down to a leaf, recording each page and slot
+/// in `trail` from `level` on. Every page is checked to be of the type its level needs,
+/// and a branch to have children, so a damaged file cannot send the descent astray or
+/// past [`MAX_DEPTH`].
 ///
-/// Returns the leaf's view and whether its slot holds `key` (always false for the edges).
-/// `cmp` is the key order; [`Descend::First`] and [`Descend::Last`] do not call it.
-#[inline]
+/// Returns the leaf's view, the slot taken in it, and whether that slot holds `key`
+/// (always false for the edges). `cmp` is the key order; [`Descend::First`] and
+/// [`Descend::Last`] do not call it. Inlined into each caller: it is the hot path of every
+/// lookup, and each caller fixes `target` and the order.
+#[inline(always)]
 pub fn descend<'s, S: PageSource + ?Sized>(
     src: &'s S,
     db: &DbRecord,
-    path: &mut Path,
+    trail: &mut impl Trail,
     mut level: usize,
     mut pgno: u64,
     target: Descend<'_>,
     cmp: impl Fn(&[u8], &[u8]) -> Ordering + Copy,
-) -> Result<(PageView<'s>, bool)> {
+) -> Result<(PageView<'s>, usize, bool)> {
     let depth = db.depth as usize;
     if depth == 0 || depth > MAX_DEPTH {
         return Err(Error::corrupted(db.root, "tree depth out of range"));
@@ -104,26 +136,30 @@ pub fn descend<'s, S: PageSource + ?Sized>(
     debug_assert!(level < depth, "descent starts below the leaf level");
     loop {
         let page = view(src, pgno)?;
-        check_level(&page, level, depth)?;
-        path.pgno[level] = pgno;
         let n = page.num_keys();
         if level + 1 == depth {
+            if !page.is_leaf() {
+                return Err(misplaced(&page, true));
+            }
             let (idx, exact) = match target {
                 Descend::First => (0, false),
                 Descend::Last => (n.saturating_sub(1), false),
                 Descend::Key(key) => leaf_search(&page, cmp, key)?,
             };
-            path.idx[level] = idx as u16;
-            path.depth = depth;
-            return Ok((page, exact));
+            trail.step(level, pgno, idx);
+            trail.reached_leaf(depth);
+            return Ok((page, idx, exact));
         }
-        // `check_level` refused an empty branch page, so `n >= 1`.
+        // A parsed page is a branch or a leaf: here it must be a branch with children.
+        if page.is_leaf() || n == 0 {
+            return Err(misplaced(&page, false));
+        }
         let idx = match target {
             Descend::First => 0,
             Descend::Last => n - 1,
             Descend::Key(key) => branch_search(&page, cmp, key)?,
         };
-        path.idx[level] = idx as u16;
+        trail.step(level, pgno, idx);
         pgno = page.child(idx)?;
         level += 1;
     }
@@ -142,7 +178,7 @@ pub fn descend_edge<S: PageSource + ?Sized>(
 ) -> Result<usize> {
     let target = if last { Descend::Last } else { Descend::First };
     // The edges compare no keys: any order does.
-    let (leaf, _) = descend(src, db, path, level, pgno, target, cmp_lexicographic)?;
+    let (leaf, _, _) = descend(src, db, path, level, pgno, target, cmp_lexicographic)?;
     Ok(leaf.num_keys())
 }
 
@@ -166,7 +202,7 @@ pub fn search_leaf<'s, S: PageSource + ?Sized>(
     key: &[u8],
     path: &mut Path,
 ) -> Result<(usize, bool, PageView<'s>)> {
-    let (leaf, exact) = with_order!(cmp, |f| descend(
+    let (leaf, idx, exact) = with_order!(cmp, |f| descend(
         src,
         db,
         path,
@@ -175,7 +211,7 @@ pub fn search_leaf<'s, S: PageSource + ?Sized>(
         Descend::Key(key),
         f
     ))?;
-    Ok((path.leaf_idx(), exact, leaf))
+    Ok((idx, exact, leaf))
 }
 
 /// Reads the value of a leaf node, following an overflow run if it has one.
@@ -237,12 +273,11 @@ fn get_in<'s, S: PageSource + ?Sized>(
     if db.root == P_INVALID {
         return Ok(None);
     }
-    let mut path = Path::default();
-    let (leaf, exact) = descend(src, db, &mut path, 0, db.root, Descend::Key(key), cmp)?;
+    let (leaf, idx, exact) = descend(src, db, &mut NoTrail, 0, db.root, Descend::Key(key), cmp)?;
     if !exact {
         return Ok(None);
     }
-    node_value(src, &leaf.node(path.leaf_idx())?).map(Some)
+    node_value(src, &leaf.node(idx)?).map(Some)
 }
 
 /// Looks up `key` and returns its node's flags and stored data (not following overflow).
@@ -255,11 +290,18 @@ pub fn get_node<'s, S: PageSource + ?Sized>(
     if db.root == P_INVALID {
         return Ok(None);
     }
-    let mut path = Path::default();
-    let (idx, exact) = search(src, db, cmp, key, &mut path)?;
+    let (leaf, idx, exact) = with_order!(cmp, |f| descend(
+        src,
+        db,
+        &mut NoTrail,
+        0,
+        db.root,
+        Descend::Key(key),
+        f
+    ))?;
     if !exact {
         return Ok(None);
     }
-    let node = view(src, path.leaf())?.node(idx)?;
+    let node = leaf.node(idx)?;
     Ok(Some((node.flags, node.data)))
 }

@@ -54,6 +54,8 @@ impl<'env> WriteTxn<'env> {
         let r = self.commit_inner();
         if r.is_err() {
             self.failed = true;
+        } else if self.env.strict {
+            check_committed(self.env, self.txnid);
         }
         r
     }
@@ -84,13 +86,22 @@ impl<'env> WriteTxn<'env> {
         freelist::save(&mut self.pages, &mut self.free_db, self.txnid)?;
         let env = self.env;
         let next_pgno = self.pages.next_pgno;
-        commit::grow_file(env, next_pgno)?;
-        commit::write_data(
+        assert!(
+            next_pgno <= self.pages.max_pgno,
+            "allocation passed the map: page {next_pgno} of {}",
+            self.pages.max_pgno
+        );
+        grow_file(env, next_pgno)?;
+        assert!(
+            env.file_len.load(Ordering::Acquire) >= next_pgno * env.page_size as u64,
+            "the meta would count pages past the end of the file"
+        );
+        write_data(
             env,
             &self.pages.sorted_dirty(),
             self.pages.writes_through_map(),
         )?;
-        commit::flush_data(env)?;
+        flush_data(env)?;
         let meta = Meta {
             address: self.base.address,
             map_size: env.map_size_for(next_pgno),
@@ -99,8 +110,19 @@ impl<'env> WriteTxn<'env> {
             last_pgno: next_pgno - 1,
             txnid: self.txnid,
         };
-        debug_assert!(meta.txnid > self.base.txnid, "txn ids only increase");
-        commit::write_and_flush_meta(env, &meta)?;
+        // Txn ids only increase, one per commit: the writer lock has been held since this
+        // txn took its snapshot, so the published id is still the snapshot's.
+        assert_eq!(
+            meta.txnid,
+            self.base.txnid + 1,
+            "txn ids go up by one per commit"
+        );
+        assert_eq!(
+            env.lock.txnid_cell().load(Ordering::SeqCst),
+            self.base.txnid,
+            "another commit was published while this write txn held the writer lock"
+        );
+        write_and_flush_meta(env, &meta)?;
         // Before readers can see this txn, the record cache learns the new versions, and the
         // environment that this process wrote it.
         self.publish_records(&changed);
@@ -141,6 +163,22 @@ impl<'env> WriteTxn<'env> {
 
     /// Discards every change.
     pub fn abort(self) {}
+}
+
+/// Strict mode: checks the snapshot commit `txnid` made, and panics if it is damaged.
+#[cold]
+fn check_committed(env: &EnvInner, txnid: u64) {
+    let checked = ReadTxn::begin(env).and_then(|txn| {
+        assert_eq!(
+            txn.id(),
+            txnid,
+            "strict mode: the writer lock is still held"
+        );
+        txn.check()
+    });
+    if let Err(e) = checked {
+        panic!("strict mode: the snapshot of commit {txnid} does not check: {e}");
+    }
 }
 
 /// The error of a failed step; a step that poisons marks the environment failed first.

@@ -222,6 +222,7 @@ pub(super) fn check_db_flags(flags: u32) -> Result<u16> {
 }
 
 /// The value of `key` (for a DUPSORT DB, its first value).
+#[inline]
 pub(super) fn read_value<'s, S: PageSource + ?Sized>(
     src: &'s S,
     rec: &DbRecord,
