@@ -1,49 +1,20 @@
 //! `mdb_cursor_*`: cursors over read txns (closed by the program, renewable) and over write
 //! txns (any number per txn, freed with it, kept on their items while others write).
+//!
+//! Holds only exported functions: the cursor handle and its lifecycle are in `handles`.
+//! May import: `handles`, `errors`, `types`.
 
 use std::os::raw::{c_int, c_uint, c_void};
 
-use ferrocore::{put_flags, CursorOp, Database, DetachedCursor};
+use ferrocore::{put_flags, CursorOp, Database};
 
-use crate::dbi::{dbi_rc, env_of, put_rc};
-use crate::txn::{access, open_detached, settle_cursors, Access, MDB_txn};
+use crate::errors::{dbi_rc, put_rc, ToRc};
+use crate::handles::{
+    access, close_cursor, env_of, guard, guard_void, new_cursor, open_cursor, open_detached,
+    settle_cursors, Access, MDB_cursor, MDB_txn,
+};
 use crate::types::codes::*;
 use crate::types::*;
-use crate::{guard, guard_void, set_val, val_slice, ToRc};
-
-/// A cursor handle (`MDB_cursor`).
-pub struct MDB_cursor {
-    pub(crate) txn: *mut MDB_txn,
-    pub(crate) cursor: DetachedCursor,
-    /// The cursor's state before each nested txn it is lent to; restored if that txn aborts.
-    pub(crate) backups: Vec<DetachedCursor>,
-    /// Owned by a write txn (closed when the txn ends).
-    tracked: bool,
-    /// False once closed: the handle then waits in the pool (see `pool`).
-    open: bool,
-}
-
-/// Closes a cursor: marks it closed and gives the handle to the pool.
-///
-/// # Safety
-/// `c` is a cursor handle from `mdb_cursor_open`.
-pub(crate) unsafe fn free_cursor(c: *mut MDB_cursor) {
-    let cursor = &mut *c;
-    if !cursor.open {
-        return;
-    }
-    cursor.open = false;
-    cursor.backups.clear();
-    crate::pool::recycle_cursor(c);
-}
-
-/// The open cursor behind `cursor`; `None` for null or a closed cursor.
-///
-/// # Safety
-/// `cursor` is null or a handle from `mdb_cursor_open` (handles are never freed).
-unsafe fn open_cursor<'a>(cursor: *mut MDB_cursor) -> Option<&'a mut MDB_cursor> {
-    cursor.as_mut().filter(|c| c.open)
-}
 
 /// Opens a cursor (`mdb_cursor_open`).
 #[no_mangle]
@@ -54,23 +25,14 @@ pub unsafe extern "C" fn mdb_cursor_open(
 ) -> c_int {
     guard(env_of(txn), || {
         let out = cursor.as_mut().ok_or(libc::EINVAL)?;
-        let t = txn.as_mut().ok_or(libc::EINVAL)?;
+        if txn.is_null() {
+            return Err(libc::EINVAL);
+        }
         let detached = match open_detached(txn, Database::from_dbi(dbi)) {
             Err(code) if code == MDB_BAD_DBI => return Err(libc::EINVAL),
             other => other?,
         };
-        let tracked = !t.is_read_only();
-        let handle = crate::pool::new_cursor(MDB_cursor {
-            txn,
-            cursor: detached,
-            backups: Vec::new(),
-            tracked,
-            open: true,
-        });
-        if tracked {
-            t.cursors.push(handle);
-        }
-        *out = handle;
+        *out = new_cursor(txn, detached);
         Ok(())
     })
 }
@@ -80,17 +42,7 @@ pub unsafe extern "C" fn mdb_cursor_open(
 #[no_mangle]
 pub unsafe extern "C" fn mdb_cursor_close(cursor: *mut MDB_cursor) {
     let Some(c) = open_cursor(cursor) else { return };
-    guard_void(env_of(c.txn), || {
-        if !c.backups.is_empty() {
-            return;
-        }
-        if c.tracked {
-            // SAFETY: a write txn's cursor belongs to a live txn (it is freed with it).
-            let t = &mut *c.txn;
-            t.cursors.retain(|&p| p != cursor);
-        }
-        free_cursor(cursor);
-    })
+    guard_void(env_of(c.txn), || close_cursor(cursor))
 }
 
 /// Binds a read txn's cursor to another (or renewed) read txn (`mdb_cursor_renew`).
@@ -99,7 +51,7 @@ pub unsafe extern "C" fn mdb_cursor_renew(txn: *mut MDB_txn, cursor: *mut MDB_cu
     guard(env_of(txn), || {
         let c = open_cursor(cursor).ok_or(libc::EINVAL)?;
         let t = txn.as_ref().ok_or(libc::EINVAL)?;
-        if c.tracked || !t.is_read_only() {
+        if c.is_tracked() || !t.is_read_only() {
             return Err(libc::EINVAL);
         }
         let a = access(txn)?;

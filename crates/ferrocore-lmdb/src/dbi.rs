@@ -1,5 +1,8 @@
 //! Databases (`mdb_dbi_*`, `mdb_drop`, comparators, `mdb_stat`) and the plain
 //! `mdb_get`/`mdb_put`/`mdb_del`.
+//!
+//! Holds only exported functions (and private helpers that only they use). May import:
+//! `handles`, `errors`, `types`.
 
 use std::cmp::Ordering;
 use std::ffi::CStr;
@@ -7,25 +10,13 @@ use std::os::raw::{c_char, c_int, c_uint, c_void};
 
 use ferrocore::{db_flags, put_flags, Database, Error};
 
-use crate::env::{env_ref, write_stat, MDB_env};
-use crate::txn::{access, settle_cursors, write_access, Access, MDB_txn};
+use crate::errors::{dbi_rc, put_rc, Rc, ToRc};
+use crate::handles::{
+    access, env_of, env_ref, guard, guard_void, settle_cursors, write_access, Access, MDB_env,
+    MDB_txn,
+};
 use crate::types::codes::*;
 use crate::types::*;
-use crate::{guard, guard_void, set_val, val_slice, Rc, ToRc};
-
-/// The environment of `txn`, for `guard` (null if `txn` is).
-pub(crate) unsafe fn env_of(txn: *mut MDB_txn) -> *mut MDB_env {
-    txn.as_ref().map_or(std::ptr::null_mut(), |t| t.env)
-}
-
-/// Converts a ferrocore error for a call taking a dbi: a handle that is not (or no longer)
-/// valid in the txn is `EINVAL`, as LMDB's `TXN_DBI_EXIST` check returns.
-pub(crate) fn dbi_rc<T>(r: ferrocore::Result<T>) -> Rc<T> {
-    match r {
-        Err(Error::BadDbi) => Err(libc::EINVAL),
-        other => other.rc(),
-    }
-}
 
 /// Opens (or with `MDB_CREATE` creates) a database (`mdb_dbi_open`); NULL `name` is the
 /// main DB.
@@ -64,7 +55,8 @@ pub unsafe extern "C" fn mdb_stat(txn: *mut MDB_txn, dbi: MDB_dbi, stat: *mut MD
             Access::Write(w) => dbi_rc(w.db_stat(db))?,
             Access::Read(r) => dbi_rc(r.db_stat(db))?,
         };
-        write_stat(stat, &s)
+        *stat.as_mut().ok_or(libc::EINVAL)? = MDB_stat::from(&s);
+        Ok(())
     })
 }
 
@@ -257,30 +249,6 @@ pub unsafe extern "C" fn mdb_put(
         settle_cursors(txn, db, std::ptr::null_mut());
         rc
     })
-}
-
-/// The code of a put, as LMDB answers it: with `MDB_NOOVERWRITE` on an existing key,
-/// `MDB_KEYEXIST` and `data` pointed at the existing value.
-///
-/// # Safety
-/// `data` is null or a writable `MDB_val`.
-pub(crate) unsafe fn put_rc(
-    r: ferrocore::Result<()>,
-    flags: c_uint,
-    w: &ferrocore::WriteTxn<'_>,
-    db: Database,
-    key: &[u8],
-    data: *mut MDB_val,
-) -> Rc {
-    match r {
-        Err(Error::KeyExist) if flags & put_flags::NO_OVERWRITE != 0 => {
-            if let Ok(Some(existing)) = w.get(db, key) {
-                set_val(data, existing);
-            }
-            Err(MDB_KEYEXIST)
-        }
-        other => dbi_rc(other),
-    }
 }
 
 /// Deletes a key, or with `data` (DUPSORT) one of its values (`mdb_del`).

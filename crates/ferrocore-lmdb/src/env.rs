@@ -1,5 +1,8 @@
 //! `mdb_env_*`: creating, opening, configuring, copying and closing an environment, and
 //! the reader table functions.
+//!
+//! Holds only exported functions (and `copy`, which two of them share). May import:
+//! `handles`, `errors`, `types`.
 
 use std::ffi::{CStr, CString};
 use std::fs::{File, OpenOptions};
@@ -10,51 +13,12 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::FromRawFd;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ferrocore::{env_flags, Env, EnvOptions};
 
+use crate::errors::ToRc;
+use crate::handles::{env_ref, guard, guard_void, MDB_assert_func, MDB_env};
 use crate::types::*;
-use crate::{guard, guard_void, Rc, ToRc};
-
-/// An environment handle (`MDB_env`): its settings until `mdb_env_open`, then the open
-/// ferrocore environment.
-pub struct MDB_env {
-    env: Option<Env>,
-    map_size: Option<u64>,
-    max_readers: u32,
-    max_dbs: u32,
-    /// Flags set with `mdb_env_set_flags` before open.
-    flags: u32,
-    path: Option<CString>,
-    userctx: *mut c_void,
-    assert_func: Option<MDB_assert_func>,
-    /// Txns begun and not yet ended: `mdb_env_close` with txns alive leaks the environment
-    /// rather than free memory they point into.
-    pub(crate) live_txns: AtomicUsize,
-}
-
-impl MDB_env {
-    /// The open environment; `EINVAL` before `mdb_env_open`.
-    pub(crate) fn open_env(&self) -> Rc<&Env> {
-        self.env.as_ref().ok_or(libc::EINVAL)
-    }
-
-    /// Marks the environment failed (after a panic was caught).
-    pub(crate) fn mark_failed(&self) {
-        if let Some(env) = &self.env {
-            env.mark_failed();
-        }
-    }
-}
-
-/// The environment behind `env`; `EINVAL` for null.
-///
-/// # Safety
-/// `env` is null or a live handle from `mdb_env_create`.
-pub(crate) unsafe fn env_ref<'a>(env: *mut MDB_env) -> Rc<&'a mut MDB_env> {
-    env.as_mut().ok_or(libc::EINVAL)
-}
 
 /// Creates an environment handle (`mdb_env_create`).
 #[no_mangle]
@@ -63,17 +27,7 @@ pub unsafe extern "C" fn mdb_env_create(env: *mut *mut MDB_env) -> c_int {
         if env.is_null() {
             return Err(libc::EINVAL);
         }
-        let handle = Box::new(MDB_env {
-            env: None,
-            map_size: None,
-            max_readers: ferrocore::env::DEFAULT_MAX_READERS,
-            max_dbs: 0,
-            flags: 0,
-            path: None,
-            userctx: std::ptr::null_mut(),
-            assert_func: None,
-            live_txns: AtomicUsize::new(0),
-        });
+        let handle = Box::new(MDB_env::new());
         // SAFETY: `env` is a writable pointer (checked non-null above).
         *env = Box::into_raw(handle);
         Ok(())
@@ -122,31 +76,11 @@ pub unsafe extern "C" fn mdb_env_close(env: *mut MDB_env) {
             return;
         }
         // SAFETY: a live handle from mdb_env_create; the caller gives it up.
-        if (*env).live_txns.load(Ordering::Acquire) != 0 {
+        if (*env).has_live_txns() {
             return; // leaked: the txns still point into it
         }
         drop(Box::from_raw(env));
     })
-}
-
-fn fill_stat(out: &mut MDB_stat, s: &ferrocore::Stat) {
-    *out = MDB_stat {
-        ms_psize: s.page_size,
-        ms_depth: s.depth,
-        ms_branch_pages: s.branch_pages as usize,
-        ms_leaf_pages: s.leaf_pages as usize,
-        ms_overflow_pages: s.overflow_pages as usize,
-        ms_entries: s.entries as usize,
-    };
-}
-
-/// Writes `s` into the caller's `MDB_stat`.
-///
-/// # Safety
-/// `out` is null or writable.
-pub(crate) unsafe fn write_stat(out: *mut MDB_stat, s: &ferrocore::Stat) -> Rc {
-    fill_stat(out.as_mut().ok_or(libc::EINVAL)?, s);
-    Ok(())
 }
 
 /// Statistics of the main DB (`mdb_env_stat`).
@@ -154,7 +88,8 @@ pub(crate) unsafe fn write_stat(out: *mut MDB_stat, s: &ferrocore::Stat) -> Rc {
 pub unsafe extern "C" fn mdb_env_stat(env: *mut MDB_env, stat: *mut MDB_stat) -> c_int {
     guard(env, || {
         let s = env_ref(env)?.open_env()?.stat().rc()?;
-        write_stat(stat, &s)
+        *stat.as_mut().ok_or(libc::EINVAL)? = MDB_stat::from(&s);
+        Ok(())
     })
 }
 
@@ -263,7 +198,7 @@ pub unsafe extern "C" fn mdb_env_set_mapsize(env: *mut MDB_env, size: usize) -> 
                 Ok(())
             }
             Some(open) => {
-                if e.live_txns.load(Ordering::Acquire) != 0 {
+                if e.has_live_txns() {
                     return Err(libc::EINVAL);
                 }
                 open.set_map_size(size as u64).rc()

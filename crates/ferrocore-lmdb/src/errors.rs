@@ -1,8 +1,63 @@
-//! `mdb_strerror` (LMDB's texts) and `mdb_version`.
+//! LMDB's error codes on the Rust side ([`Rc`], [`ToRc`], and the conversions the calls
+//! taking a dbi or storing a value share), `mdb_strerror` (LMDB's texts) and
+//! `mdb_version`.
+//!
+//! May import: `types`.
 
-use std::os::raw::{c_char, c_int};
+use std::os::raw::{c_char, c_int, c_uint};
+
+use ferrocore::{put_flags, Database, Error};
 
 use crate::types::codes::*;
+use crate::types::{set_val, MDB_val};
+
+/// The result of an exported function's body: `Err` carries the LMDB code.
+pub(crate) type Rc<T = ()> = Result<T, c_int>;
+
+/// Converts ferrocore results to LMDB codes.
+pub(crate) trait ToRc<T> {
+    /// The value, or the error's LMDB code.
+    fn rc(self) -> Rc<T>;
+}
+
+impl<T> ToRc<T> for ferrocore::Result<T> {
+    fn rc(self) -> Rc<T> {
+        self.map_err(|e| e.lmdb_code())
+    }
+}
+
+/// Converts a ferrocore error for a call taking a dbi: a handle that is not (or no longer)
+/// valid in the txn is `EINVAL`, as LMDB's `TXN_DBI_EXIST` check returns.
+pub(crate) fn dbi_rc<T>(r: ferrocore::Result<T>) -> Rc<T> {
+    match r {
+        Err(Error::BadDbi) => Err(libc::EINVAL),
+        other => other.rc(),
+    }
+}
+
+/// The code of a put, as LMDB answers it: with `MDB_NOOVERWRITE` on an existing key,
+/// `MDB_KEYEXIST` and `data` pointed at the existing value.
+///
+/// # Safety
+/// `data` is null or a writable `MDB_val`.
+pub(crate) unsafe fn put_rc(
+    r: ferrocore::Result<()>,
+    flags: c_uint,
+    w: &ferrocore::WriteTxn<'_>,
+    db: Database,
+    key: &[u8],
+    data: *mut MDB_val,
+) -> Rc {
+    match r {
+        Err(Error::KeyExist) if flags & put_flags::NO_OVERWRITE != 0 => {
+            if let Ok(Some(existing)) = w.get(db, key) {
+                set_val(data, existing);
+            }
+            Err(MDB_KEYEXIST)
+        }
+        other => dbi_rc(other),
+    }
+}
 
 /// LMDB's message for each of its codes, from `MDB_KEYEXIST` to `MDB_BAD_DBI`.
 const MESSAGES: [&str; 21] = [

@@ -1,4 +1,9 @@
-//! The C types of LMDB's API, with LMDB's layouts (LP64), and its constants.
+//! The C types of LMDB's API, with LMDB's layouts (LP64), and its constants, and the two
+//! helpers that read and fill a caller's `MDB_val`.
+//!
+//! May import: nothing of this crate (ferrocore's `Stat` only). The handle types
+//! (`MDB_env`, `MDB_txn`, `MDB_cursor`, and `MDB_assert_func`, which names `MDB_env`)
+//! live in `handles`.
 
 #![allow(non_camel_case_types)]
 
@@ -35,6 +40,19 @@ pub struct MDB_stat {
     pub ms_entries: usize,
 }
 
+impl From<&ferrocore::Stat> for MDB_stat {
+    fn from(s: &ferrocore::Stat) -> Self {
+        MDB_stat {
+            ms_psize: s.page_size,
+            ms_depth: s.depth,
+            ms_branch_pages: s.branch_pages as usize,
+            ms_leaf_pages: s.leaf_pages as usize,
+            ms_overflow_pages: s.overflow_pages as usize,
+            ms_entries: s.entries as usize,
+        }
+    }
+}
+
 /// `MDB_envinfo`: information about the environment.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -59,8 +77,6 @@ pub type MDB_cmp_func = unsafe extern "C" fn(*const MDB_val, *const MDB_val) -> 
 pub type MDB_rel_func = unsafe extern "C" fn(*mut MDB_val, *mut c_void, *mut c_void, *mut c_void);
 /// `MDB_msg_func`: receives the lines of `mdb_reader_list`.
 pub type MDB_msg_func = unsafe extern "C" fn(*const c_char, *mut c_void) -> c_int;
-/// `MDB_assert_func`: called on an internal assertion failure.
-pub type MDB_assert_func = unsafe extern "C" fn(*mut crate::MDB_env, *const c_char);
 
 /// Error codes, with LMDB's values.
 pub mod codes {
@@ -94,3 +110,33 @@ pub mod codes {
 pub const MDB_RDONLY: c_uint = 0x20000;
 /// `mdb_env_copy2` flag: compact while copying.
 pub const MDB_CP_COMPACT: c_uint = 0x01;
+
+/// Reads an `MDB_val` as a byte slice. `None` for a null pointer.
+///
+/// # Safety
+/// `val` is null or points to an `MDB_val` whose `mv_data` points to `mv_size` readable
+/// bytes that outlive `'a` (the C caller's contract).
+pub(crate) unsafe fn val_slice<'a>(val: *const MDB_val) -> Option<&'a [u8]> {
+    let val = val.as_ref()?;
+    if val.mv_size == 0 {
+        return Some(&[]);
+    }
+    if val.mv_data.is_null() {
+        return None;
+    }
+    Some(std::slice::from_raw_parts(
+        val.mv_data as *const u8,
+        val.mv_size,
+    ))
+}
+
+/// Points the `MDB_val` at `bytes` (if `val` is not null).
+///
+/// # Safety
+/// `val` is null or points to a writable `MDB_val`.
+pub(crate) unsafe fn set_val(val: *mut MDB_val, bytes: &[u8]) {
+    if let Some(val) = val.as_mut() {
+        val.mv_size = bytes.len();
+        val.mv_data = bytes.as_ptr() as *mut _;
+    }
+}
