@@ -51,7 +51,8 @@ pub(crate) unsafe fn put_rc(
     match r {
         Err(Error::KeyExist) if flags & put_flags::NO_OVERWRITE != 0 => {
             if let Ok(Some(existing)) = w.get(db, key) {
-                set_val(data, existing);
+                // SAFETY: the caller's contract: `data` is null or writable.
+                unsafe { set_val(data, existing) };
             }
             Err(MDB_KEYEXIST)
         }
@@ -108,19 +109,25 @@ const VERSION: &str = concat!(
 
 /// The library version (`mdb_version`): LMDB 0.9.32's numbers, and a string naming
 /// ferrocore.
+///
+/// # Safety
+/// `major`, `minor` and `patch` are each null or writable (LMDB's contract).
 #[no_mangle]
 pub unsafe extern "C" fn mdb_version(
     major: *mut c_int,
     minor: *mut c_int,
     patch: *mut c_int,
 ) -> *mut c_char {
-    if let Some(m) = major.as_mut() {
+    // SAFETY: the caller's contract: null or writable.
+    if let Some(m) = unsafe { major.as_mut() } {
         *m = 0;
     }
-    if let Some(m) = minor.as_mut() {
+    // SAFETY: the caller's contract: null or writable.
+    if let Some(m) = unsafe { minor.as_mut() } {
         *m = 9;
     }
-    if let Some(p) = patch.as_mut() {
+    // SAFETY: the caller's contract: null or writable.
+    if let Some(p) = unsafe { patch.as_mut() } {
         *p = 32;
     }
     VERSION.as_ptr() as *mut c_char

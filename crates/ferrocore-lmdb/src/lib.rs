@@ -13,9 +13,17 @@
 //! Every exported function runs its body under `handles::guard`: a Rust error becomes its
 //! LMDB code, and a panic never crosses into C — it becomes `MDB_PANIC` and marks the
 //! environment failed.
+//!
+//! Raw pointers from C are dereferenced throughout. Each exported function's `# Safety`
+//! section states LMDB's contract for its arguments, as a C caller of LMDB already keeps
+//! it: handle arguments are null or live handles of this library (a txn and its cursors
+//! used by one thread at a time), `MDB_val` arguments are null or point to valid `MDB_val`s
+//! whose data is readable (writable for outputs), and `mdb_env_close` comes after the
+//! environment's txns and cursors ended. Every `unsafe` block says, in a `// SAFETY:`
+//! comment, which part of that contract (or which check just before) makes it sound.
 
-// Raw pointers from C are dereferenced throughout; each `unsafe` block says why it is sound.
-#![allow(clippy::missing_safety_doc)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 // The C names of LMDB's types (MDB_env, MDB_val, ...) are kept.
 #![allow(non_camel_case_types)]
 

@@ -116,26 +116,31 @@ pub const MDB_CP_COMPACT: c_uint = 0x01;
 /// # Safety
 /// `val` is null or points to an `MDB_val` whose `mv_data` points to `mv_size` readable
 /// bytes that outlive `'a` (the C caller's contract).
+#[inline]
 pub(crate) unsafe fn val_slice<'a>(val: *const MDB_val) -> Option<&'a [u8]> {
-    let val = val.as_ref()?;
+    // SAFETY: the caller's contract: null or a valid `MDB_val`.
+    let val = unsafe { val.as_ref() }?;
     if val.mv_size == 0 {
         return Some(&[]);
     }
     if val.mv_data.is_null() {
         return None;
     }
-    Some(std::slice::from_raw_parts(
-        val.mv_data as *const u8,
-        val.mv_size,
-    ))
+    // SAFETY: the caller's contract: `mv_size` readable bytes at `mv_data` (not null,
+    // checked above), living for `'a`.
+    Some(unsafe { std::slice::from_raw_parts(val.mv_data as *const u8, val.mv_size) })
 }
 
-/// Points the `MDB_val` at `bytes` (if `val` is not null).
+/// Points the `MDB_val` at `bytes` (if `val` is not null). The caller keeps `bytes` alive
+/// for as long as LMDB's contract says the returned data is valid (the txn's life, or until
+/// the next write in a write txn).
 ///
 /// # Safety
 /// `val` is null or points to a writable `MDB_val`.
+#[inline]
 pub(crate) unsafe fn set_val(val: *mut MDB_val, bytes: &[u8]) {
-    if let Some(val) = val.as_mut() {
+    // SAFETY: the caller's contract: null or writable.
+    if let Some(val) = unsafe { val.as_mut() } {
         val.mv_size = bytes.len();
         val.mv_data = bytes.as_ptr() as *mut _;
     }
