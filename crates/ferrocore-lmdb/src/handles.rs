@@ -93,12 +93,14 @@ pub(crate) fn guard_void(env: CallEnv, body: impl FnOnce()) {
 /// addresses from `Box::into_raw` of a `T` (in [`Pool::take`]), each at most once. Memory
 /// is bounded by the most handles alive at once.
 struct Pool<T> {
+    /// The addresses of ended handles.
     ended: Mutex<Vec<usize>>,
     /// `fn() -> T`: the pool is `Sync` whatever `T` is (it holds addresses, not values).
     _handles: PhantomData<fn() -> T>,
 }
 
 impl<T> Pool<T> {
+    /// An empty pool.
     const fn new() -> Self {
         Pool {
             ended: Mutex::new(Vec::new()),
@@ -134,7 +136,9 @@ impl<T> Pool<T> {
     }
 }
 
+/// Ended txn handles.
 static TXNS: Pool<MDB_txn> = Pool::new();
+/// Closed cursor handles.
 static CURSORS: Pool<MDB_cursor> = Pool::new();
 
 // ---------------------------------------------------------------------------------------
@@ -248,15 +252,18 @@ pub(crate) unsafe fn env_of(txn: *const MDB_txn) -> CallEnv {
 
 /// A transaction handle (`MDB_txn`).
 pub struct MDB_txn {
+    /// The environment handle the txn was begun on (live while the txn is).
     env: *mut MDB_env,
     /// The txn this one is nested in (null for a top-level txn).
     parent: *mut MDB_txn,
     /// The nested txn alive in this one (null if none): while set, this txn is blocked.
     child: *mut MDB_txn,
+    /// What the txn holds: see [`TxnState`].
     state: TxnState,
     /// The cursors of a write txn (freed when it ends, as in LMDB). A nested txn starts with
     /// its parent's cursors (the first `inherited`), lent to it as LMDB shadows them.
     cursors: Vec<*mut MDB_cursor>,
+    /// How many of `cursors` are lent by the parent (given back when this txn ends).
     inherited: usize,
     /// The txn id, kept for `mdb_txn_id` after a reset.
     id: usize,
@@ -264,8 +271,11 @@ pub struct MDB_txn {
 
 /// What a txn handle holds.
 enum TxnState {
+    /// A read txn with its snapshot.
     Read(ReadTxn<'static>),
+    /// A read txn after `mdb_txn_reset`, waiting for `mdb_txn_renew`.
     Reset(InactiveReadTxn<'static>),
+    /// The write txn (boxed: it is much larger than the other states).
     Write(Box<WriteTxn<'static>>),
     /// A nested txn: its level in the root's write txn (`None` never lasts past its end).
     Nested(Option<NestedLevel>),

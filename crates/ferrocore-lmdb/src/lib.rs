@@ -24,6 +24,7 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
+#![warn(missing_docs)]
 // The C names of LMDB's types (MDB_env, MDB_val, ...) are kept.
 #![allow(non_camel_case_types)]
 
