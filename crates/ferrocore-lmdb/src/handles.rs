@@ -60,7 +60,10 @@ impl CallEnv {
 
 /// Runs an exported function's body: its code, or `MDB_PANIC` if it panicked (and then
 /// the environment `env`, if known, is marked failed). A panic never crosses into C.
-#[inline]
+///
+/// Deliberately not `#[inline]`: inlined, `catch_unwind` and the whole body land in the
+/// exported function, and `mdb_cursor_get` with `MDB_NEXT` was measured ~50% slower
+/// (16.7 ns to 25.8 ns a step over 1M keys, release build).
 pub(crate) fn guard(env: CallEnv, body: impl FnOnce() -> Rc) -> c_int {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => MDB_SUCCESS,
@@ -76,8 +79,7 @@ pub(crate) fn guard(env: CallEnv, body: impl FnOnce() -> Rc) -> c_int {
 }
 
 /// Runs the body of an exported function that returns nothing to C: a panic is swallowed
-/// (and marks the environment failed).
-#[inline]
+/// (and marks the environment failed). Not `#[inline]`, as [`guard`].
 pub(crate) fn guard_void(env: CallEnv, body: impl FnOnce()) {
     let _ = guard(env, || {
         body();
