@@ -1,4 +1,4 @@
-//! LMDB's error codes on the Rust side ([`Rc`], [`ToRc`], and the conversions the calls
+//! LMDB's error codes on the Rust side (`Rc`, `ToRc`, and the conversions the calls
 //! taking a dbi or storing a value share), `mdb_strerror` (LMDB's texts) and
 //! `mdb_version`.
 //!

@@ -150,7 +150,8 @@ static CURSORS: Pool<MDB_cursor> = Pool::new();
 pub type MDB_assert_func = unsafe extern "C" fn(*mut MDB_env, *const c_char);
 
 /// An environment handle (`MDB_env`): its settings until `mdb_env_open`, then the open
-/// ferrocore environment. The settings are written only through [`env_mut`].
+/// ferrocore environment. The settings are written through `env_mut`, only before open;
+/// `userctx` and `assert_func`, at any time, field by field through the raw pointer.
 pub struct MDB_env {
     /// The open environment, from `mdb_env_open` until the handle is freed.
     pub(crate) env: Option<Env>,
