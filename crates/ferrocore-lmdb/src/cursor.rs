@@ -1,108 +1,95 @@
 //! `mdb_cursor_*`: cursors over read txns (closed by the program, renewable) and over write
 //! txns (any number per txn, freed with it, kept on their items while others write).
+//!
+//! Holds only exported functions (and private helpers that only they use): the cursor
+//! handle and its lifecycle are in `handles`. May import: `handles`, `errors`, `types`.
+//!
+//! Every function's `# Safety` is LMDB's contract for it: `cursor` is null or a handle from
+//! `mdb_cursor_open` (closed handles are tolerated: they answer `EINVAL`), used by one
+//! thread at a time, while its txn is live (or after `mdb_cursor_renew`); each `MDB_val`
+//! given is null or valid, its `mv_data` pointing to `mv_size` readable bytes (writable
+//! `MDB_val`s for outputs). An open cursor's txn handle is never freed, and its environment
+//! is live (cursors are closed before `mdb_env_close`).
 
 use std::os::raw::{c_int, c_uint, c_void};
 
-use ferrocore::{put_flags, CursorOp, Database, DetachedCursor};
+use ferrocore::{put_flags, CursorOp, Database};
 
-use crate::dbi::{dbi_rc, env_of, put_rc};
-use crate::txn::{access, open_detached, settle_cursors, Access, MDB_txn};
+use crate::errors::{dbi_rc, put_rc, ToRc};
+use crate::handles::{
+    access, close_cursor, env_of, guard, guard_void, new_cursor, open_cursor, open_detached,
+    settle_cursors, write_access, MDB_cursor, MDB_txn,
+};
 use crate::types::codes::*;
 use crate::types::*;
-use crate::{guard, guard_void, set_val, val_slice, ToRc};
-
-/// A cursor handle (`MDB_cursor`).
-pub struct MDB_cursor {
-    pub(crate) txn: *mut MDB_txn,
-    pub(crate) cursor: DetachedCursor,
-    /// The cursor's state before each nested txn it is lent to; restored if that txn aborts.
-    pub(crate) backups: Vec<DetachedCursor>,
-    /// Owned by a write txn (closed when the txn ends).
-    tracked: bool,
-    /// False once closed: the handle then waits in the pool (see `pool`).
-    open: bool,
-}
-
-/// Closes a cursor: marks it closed and gives the handle to the pool.
-///
-/// # Safety
-/// `c` is a cursor handle from `mdb_cursor_open`.
-pub(crate) unsafe fn free_cursor(c: *mut MDB_cursor) {
-    let cursor = &mut *c;
-    if !cursor.open {
-        return;
-    }
-    cursor.open = false;
-    cursor.backups.clear();
-    crate::pool::recycle_cursor(c);
-}
-
-/// The open cursor behind `cursor`; `None` for null or a closed cursor.
-///
-/// # Safety
-/// `cursor` is null or a handle from `mdb_cursor_open` (handles are never freed).
-unsafe fn open_cursor<'a>(cursor: *mut MDB_cursor) -> Option<&'a mut MDB_cursor> {
-    cursor.as_mut().filter(|c| c.open)
-}
 
 /// Opens a cursor (`mdb_cursor_open`).
+///
+/// # Safety
+/// `txn` is null or a live txn handle, not in use by another call; `cursor` null or
+/// writable.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_cursor_open(
     txn: *mut MDB_txn,
     dbi: MDB_dbi,
     cursor: *mut *mut MDB_cursor,
 ) -> c_int {
-    guard(env_of(txn), || {
-        let out = cursor.as_mut().ok_or(libc::EINVAL)?;
-        let t = txn.as_mut().ok_or(libc::EINVAL)?;
-        let detached = match open_detached(txn, Database::from_dbi(dbi)) {
+    // SAFETY: the caller's contract; its environment outlives it (LMDB's contract).
+    let call_env = unsafe { env_of(txn) };
+    guard(call_env, || {
+        // SAFETY: the caller's contract: `cursor` is null or writable.
+        let out = unsafe { cursor.as_mut() }.ok_or(libc::EINVAL)?;
+        if txn.is_null() {
+            return Err(libc::EINVAL);
+        }
+        // SAFETY: the caller's contract.
+        let detached = match unsafe { open_detached(txn, Database::from_dbi(dbi)) } {
             Err(code) if code == MDB_BAD_DBI => return Err(libc::EINVAL),
             other => other?,
         };
-        let tracked = !t.is_read_only();
-        let handle = crate::pool::new_cursor(MDB_cursor {
-            txn,
-            cursor: detached,
-            backups: Vec::new(),
-            tracked,
-            open: true,
-        });
-        if tracked {
-            t.cursors.push(handle);
-        }
-        *out = handle;
+        // SAFETY: the caller's contract; not null (checked above).
+        *out = unsafe { new_cursor(txn, detached) };
         Ok(())
     })
 }
 
 /// Closes a cursor (`mdb_cursor_close`). A cursor of a parent txn lent to a nested txn is
 /// closed when its own txn ends, as in LMDB.
+///
+/// # Safety
+/// `cursor` is null or a cursor handle, not in use by another call; a write txn's cursor
+/// is closed while its txn is live.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_cursor_close(cursor: *mut MDB_cursor) {
-    let Some(c) = open_cursor(cursor) else { return };
-    guard_void(env_of(c.txn), || {
-        if !c.backups.is_empty() {
-            return;
-        }
-        if c.tracked {
-            // SAFETY: a write txn's cursor belongs to a live txn (it is freed with it).
-            let t = &mut *c.txn;
-            t.cursors.retain(|&p| p != cursor);
-        }
-        free_cursor(cursor);
-    })
+    // SAFETY: the caller's contract.
+    let Some(c) = (unsafe { open_cursor(cursor) }) else {
+        return;
+    };
+    // SAFETY: an open cursor's txn handle and environment (module doc).
+    let call_env = unsafe { env_of(c.txn) };
+    // SAFETY: open (checked above); the caller's contract; `c` is not used from here on.
+    guard_void(call_env, || unsafe { close_cursor(cursor) })
 }
 
 /// Binds a read txn's cursor to another (or renewed) read txn (`mdb_cursor_renew`).
+///
+/// # Safety
+/// `txn` is null or a live txn handle and `cursor` null or a cursor handle, neither in use
+/// by another call.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_cursor_renew(txn: *mut MDB_txn, cursor: *mut MDB_cursor) -> c_int {
-    guard(env_of(txn), || {
-        let c = open_cursor(cursor).ok_or(libc::EINVAL)?;
-        let t = txn.as_ref().ok_or(libc::EINVAL)?;
-        if c.tracked || !t.is_read_only() {
+    // SAFETY: the caller's contract; its environment outlives it (LMDB's contract).
+    let call_env = unsafe { env_of(txn) };
+    guard(call_env, || {
+        // SAFETY: the caller's contract.
+        let c = unsafe { open_cursor(cursor) }.ok_or(libc::EINVAL)?;
+        // SAFETY: the caller's contract; the borrow ends before `access` below.
+        let t = unsafe { txn.as_ref() }.ok_or(libc::EINVAL)?;
+        if c.is_tracked() || !t.is_read_only() {
             return Err(libc::EINVAL);
         }
-        let a = access(txn)?;
+        // SAFETY: the caller's contract.
+        let a = unsafe { access(txn) }?;
         c.cursor.renew(a.as_ref()).rc()?;
         c.txn = txn;
         Ok(())
@@ -110,15 +97,23 @@ pub unsafe extern "C" fn mdb_cursor_renew(txn: *mut MDB_txn, cursor: *mut MDB_cu
 }
 
 /// The cursor's txn (`mdb_cursor_txn`).
+///
+/// # Safety
+/// `cursor` is null or a cursor handle.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_cursor_txn(cursor: *mut MDB_cursor) -> *mut MDB_txn {
-    open_cursor(cursor).map_or(std::ptr::null_mut(), |c| c.txn)
+    // SAFETY: the caller's contract.
+    unsafe { open_cursor(cursor) }.map_or(std::ptr::null_mut(), |c| c.txn)
 }
 
 /// The cursor's database (`mdb_cursor_dbi`).
+///
+/// # Safety
+/// `cursor` is null or a cursor handle.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_cursor_dbi(cursor: *mut MDB_cursor) -> MDB_dbi {
-    open_cursor(cursor).map_or(0, |c| c.cursor.db().dbi())
+    // SAFETY: the caller's contract.
+    unsafe { open_cursor(cursor) }.map_or(0, |c| c.cursor.db().dbi())
 }
 
 /// Which of the caller's `MDB_val`s an op fills, as LMDB's `mdb_cursor_get` does.
@@ -130,7 +125,12 @@ fn writes_key(op: CursorOp) -> bool {
     )
 }
 
-/// Moves the cursor (`mdb_cursor_get`).
+/// Moves the cursor (`mdb_cursor_get`). The hot path of iteration (`MDB_NEXT`): one look at
+/// the handle, one at its txn, then ferrocore's cursor.
+///
+/// # Safety
+/// `cursor` is null or a cursor handle (module doc); `key` and `data` null or valid,
+/// writable `MDB_val`s.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_cursor_get(
     cursor: *mut MDB_cursor,
@@ -138,23 +138,29 @@ pub unsafe extern "C" fn mdb_cursor_get(
     data: *mut MDB_val,
     op: c_uint,
 ) -> c_int {
-    let Some(c) = open_cursor(cursor) else {
+    // SAFETY: the caller's contract.
+    let Some(c) = (unsafe { open_cursor(cursor) }) else {
         return libc::EINVAL;
     };
-    guard(env_of(c.txn), || {
+    // SAFETY: an open cursor's txn handle and environment (module doc).
+    let call_env = unsafe { env_of(c.txn) };
+    guard(call_env, || {
         use CursorOp::*;
         let op = CursorOp::from_raw(op).ok_or(libc::EINVAL)?;
         let (k, v) = match op {
             Set | SetKey | SetRange => {
-                let k = val_slice(key).ok_or(libc::EINVAL)?;
+                // SAFETY: the caller's contract: `key` is null or valid.
+                let k = unsafe { val_slice(key) }.ok_or(libc::EINVAL)?;
                 if k.is_empty() {
                     return Err(MDB_BAD_VALSIZE);
                 }
                 (Some(k), None)
             }
             GetBoth | GetBothRange => {
-                let k = val_slice(key).ok_or(libc::EINVAL)?;
-                let v = val_slice(data).ok_or(libc::EINVAL)?;
+                // SAFETY: the caller's contract: `key` is null or valid.
+                let k = unsafe { val_slice(key) }.ok_or(libc::EINVAL)?;
+                // SAFETY: the caller's contract: `data` is null or valid.
+                let v = unsafe { val_slice(data) }.ok_or(libc::EINVAL)?;
                 if k.is_empty() {
                     return Err(MDB_BAD_VALSIZE);
                 }
@@ -165,17 +171,20 @@ pub unsafe extern "C" fn mdb_cursor_get(
             }
             _ => (None, None),
         };
-        let a = access(c.txn)?;
+        // SAFETY: an open cursor's txn handle (module doc), not in use by another call.
+        let a = unsafe { access(c.txn) }?;
         let txn = a.as_ref();
         let found = dbi_rc(c.cursor.get(txn, op, k, v))?;
         let (fk, fv) = found.ok_or(MDB_NOTFOUND)?;
         let key_too = writes_key(op)
             || (matches!(op, FirstDup | LastDup) && !c.cursor.on_dup_data(txn).rc()?);
         if key_too {
-            set_val(key, fk);
+            // SAFETY: the caller's contract: `key` is null or writable.
+            unsafe { set_val(key, fk) };
         }
         if !c.cursor.value_untouched() {
-            set_val(data, fv);
+            // SAFETY: the caller's contract: `data` is null or writable.
+            unsafe { set_val(data, fv) };
         }
         Ok(())
     })
@@ -196,6 +205,11 @@ const CURSOR_PUT_FLAGS: u32 = put_flags::NO_OVERWRITE
 /// when the call is refused before the first: `MDB_INCOMPATIBLE` on a DB that is not
 /// DUPFIXED, `EACCES`, a bad size), and `mv_data` has moved to the last value stored, or to
 /// the value that failed; a count of 0 stores one value.
+///
+/// # Safety
+/// `cursor` is null or a cursor handle (module doc); `key` null or a valid `MDB_val`;
+/// `data` null or a valid, writable `MDB_val` — with `MDB_MULTIPLE`, two, the first
+/// pointing to as many values of its size as the second counts.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_cursor_put(
     cursor: *mut MDB_cursor,
@@ -203,33 +217,36 @@ pub unsafe extern "C" fn mdb_cursor_put(
     data: *mut MDB_val,
     flags: c_uint,
 ) -> c_int {
-    let Some(c) = open_cursor(cursor) else {
+    // SAFETY: the caller's contract.
+    let Some(c) = (unsafe { open_cursor(cursor) }) else {
         return libc::EINVAL;
     };
-    guard(env_of(c.txn), || {
+    // SAFETY: an open cursor's txn handle and environment (module doc).
+    let call_env = unsafe { env_of(c.txn) };
+    guard(call_env, || {
         if key.is_null() {
             return Err(libc::EINVAL);
         }
-        let data_val = data.as_mut().ok_or(libc::EINVAL)?;
+        // SAFETY: the caller's contract: `data` is null or writable.
+        let data_val = unsafe { data.as_mut() }.ok_or(libc::EINVAL)?;
         // As LMDB: the count is taken and set to 0 before anything can fail, then the DB
         // must be DUPFIXED.
         let mut multiple = None;
         if flags & put_flags::MULTIPLE != 0 {
-            // SAFETY: with MDB_MULTIPLE the caller passes two MDB_vals.
-            let count_val = &mut *data.add(1);
+            // SAFETY: with MDB_MULTIPLE the caller passes two writable MDB_vals.
+            let count_val = unsafe { &mut *data.add(1) };
             multiple = Some(std::mem::replace(&mut count_val.mv_size, 0));
             if !c.cursor.is_dup_fixed() {
                 return Err(MDB_INCOMPATIBLE);
             }
         }
-        let k = val_slice(key).ok_or(libc::EINVAL)?;
+        // SAFETY: the caller's contract: `key` is valid (not null, checked above).
+        let k = unsafe { val_slice(key) }.ok_or(libc::EINVAL)?;
         if flags & !CURSOR_PUT_FLAGS != 0 {
             return Err(libc::EINVAL);
         }
-        let w = match access(c.txn)? {
-            Access::Write(w) => w,
-            Access::Read(_) => return Err(libc::EACCES),
-        };
+        // SAFETY: an open cursor's txn handle (module doc), not in use by another call.
+        let w = unsafe { write_access(c.txn) }?;
         let r: ferrocore::Result<()> = if let Some(count) = multiple {
             // LMDB stores the first value before it compares its count with the count
             // given: a count of 0 stores one value.
@@ -243,13 +260,13 @@ pub unsafe extern "C" fn mdb_cursor_put(
                 return Err(libc::EINVAL);
             } else {
                 // SAFETY: with MDB_MULTIPLE the caller passes `count` values of `size`
-                // bytes at `mv_data`.
-                std::slice::from_raw_parts(base, total)
+                // bytes at `mv_data` (not null, checked above).
+                unsafe { std::slice::from_raw_parts(base, total) }
             };
             let flags = flags & !put_flags::MULTIPLE;
             let (stored, r) = c.cursor.put_multiple(w, k, values, size, flags);
-            // SAFETY: with MDB_MULTIPLE the caller passes two MDB_vals.
-            (*data.add(1)).mv_size = stored;
+            // SAFETY: with MDB_MULTIPLE the caller passes two writable MDB_vals.
+            unsafe { (*data.add(1)).mv_size = stored };
             // LMDB moves `mv_data` on after each value stored but the last one.
             let moved = if r.is_ok() {
                 stored.saturating_sub(1)
@@ -270,43 +287,61 @@ pub unsafe extern "C" fn mdb_cursor_put(
                 Err(e) => Err(e),
             }
         } else {
-            let v = val_slice(data).ok_or(libc::EINVAL)?;
+            // SAFETY: the caller's contract: `data` is valid (`data_val` is not used again).
+            let v = unsafe { val_slice(data) }.ok_or(libc::EINVAL)?;
             c.cursor.put(w, k, v, flags)
         };
-        let rc = put_rc(r, flags, w, c.cursor.db(), k, data);
-        settle_cursors(c.txn, c.cursor.db(), cursor);
+        // SAFETY: the caller's contract: `data` is writable.
+        let rc = unsafe { put_rc(r, flags, w, c.cursor.db(), k, data) };
+        // SAFETY: an open cursor's txn handle (module doc); `w` is not used from here on,
+        // and this cursor, the one borrowed, is the writer skipped.
+        unsafe { settle_cursors(c.txn, c.cursor.db(), cursor) };
         rc
     })
 }
 
 /// Deletes the item at the cursor (`mdb_cursor_del`); with `MDB_NODUPDATA` every value of
 /// its key.
+///
+/// # Safety
+/// `cursor` is null or a cursor handle (module doc).
 #[no_mangle]
 pub unsafe extern "C" fn mdb_cursor_del(cursor: *mut MDB_cursor, flags: c_uint) -> c_int {
-    let Some(c) = open_cursor(cursor) else {
+    // SAFETY: the caller's contract.
+    let Some(c) = (unsafe { open_cursor(cursor) }) else {
         return libc::EINVAL;
     };
-    guard(env_of(c.txn), || {
-        let w = match access(c.txn)? {
-            Access::Write(w) => w,
-            Access::Read(_) => return Err(libc::EACCES),
-        };
+    // SAFETY: an open cursor's txn handle and environment (module doc).
+    let call_env = unsafe { env_of(c.txn) };
+    guard(call_env, || {
+        // SAFETY: an open cursor's txn handle (module doc), not in use by another call.
+        let w = unsafe { write_access(c.txn) }?;
         let rc = dbi_rc(c.cursor.delete(w, flags & put_flags::NO_DUP_DATA));
-        settle_cursors(c.txn, c.cursor.db(), cursor);
+        // SAFETY: an open cursor's txn handle (module doc); `w` is not used from here on,
+        // and this cursor, the one borrowed, is the writer skipped.
+        unsafe { settle_cursors(c.txn, c.cursor.db(), cursor) };
         rc
     })
 }
 
 /// The number of values of the cursor's key (`mdb_cursor_count`); `MDB_INCOMPATIBLE`
 /// without DUPSORT, as in LMDB.
+///
+/// # Safety
+/// `cursor` is null or a cursor handle (module doc); `countp` null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_cursor_count(cursor: *mut MDB_cursor, countp: *mut usize) -> c_int {
-    let Some(c) = open_cursor(cursor) else {
+    // SAFETY: the caller's contract.
+    let Some(c) = (unsafe { open_cursor(cursor) }) else {
         return libc::EINVAL;
     };
-    guard(env_of(c.txn), || {
-        let out = countp.as_mut().ok_or(libc::EINVAL)?;
-        let a = access(c.txn)?;
+    // SAFETY: an open cursor's txn handle and environment (module doc).
+    let call_env = unsafe { env_of(c.txn) };
+    guard(call_env, || {
+        // SAFETY: the caller's contract: `countp` is null or writable.
+        let out = unsafe { countp.as_mut() }.ok_or(libc::EINVAL)?;
+        // SAFETY: an open cursor's txn handle (module doc), not in use by another call.
+        let a = unsafe { access(c.txn) }?;
         *out = c.cursor.count(a.as_ref()).rc()? as usize;
         Ok(())
     })

@@ -1,5 +1,11 @@
 //! `mdb_env_*`: creating, opening, configuring, copying and closing an environment, and
 //! the reader table functions.
+//!
+//! Holds only exported functions (and `copy`, which two of them share); the `MDB_env`
+//! handle is in `handles`. May import: `handles`, `errors`, `types`.
+//!
+//! Every function's `# Safety` is LMDB's contract for it: `env` is null or a live handle
+//! from `mdb_env_create`, and each out-parameter is null or writable.
 
 use std::ffi::{CStr, CString};
 use std::fs::{File, OpenOptions};
@@ -10,77 +16,35 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::FromRawFd;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ferrocore::{env_flags, Env, EnvOptions};
 
+use crate::errors::ToRc;
+use crate::handles::{env_mut, env_ref, guard, guard_void, CallEnv, MDB_assert_func, MDB_env};
 use crate::types::*;
-use crate::{guard, guard_void, Rc, ToRc};
-
-/// An environment handle (`MDB_env`): its settings until `mdb_env_open`, then the open
-/// ferrocore environment.
-pub struct MDB_env {
-    env: Option<Env>,
-    map_size: Option<u64>,
-    max_readers: u32,
-    max_dbs: u32,
-    /// Flags set with `mdb_env_set_flags` before open.
-    flags: u32,
-    path: Option<CString>,
-    userctx: *mut c_void,
-    assert_func: Option<MDB_assert_func>,
-    /// Txns begun and not yet ended: `mdb_env_close` with txns alive leaks the environment
-    /// rather than free memory they point into.
-    pub(crate) live_txns: AtomicUsize,
-}
-
-impl MDB_env {
-    /// The open environment; `EINVAL` before `mdb_env_open`.
-    pub(crate) fn open_env(&self) -> Rc<&Env> {
-        self.env.as_ref().ok_or(libc::EINVAL)
-    }
-
-    /// Marks the environment failed (after a panic was caught).
-    pub(crate) fn mark_failed(&self) {
-        if let Some(env) = &self.env {
-            env.mark_failed();
-        }
-    }
-}
-
-/// The environment behind `env`; `EINVAL` for null.
-///
-/// # Safety
-/// `env` is null or a live handle from `mdb_env_create`.
-pub(crate) unsafe fn env_ref<'a>(env: *mut MDB_env) -> Rc<&'a mut MDB_env> {
-    env.as_mut().ok_or(libc::EINVAL)
-}
 
 /// Creates an environment handle (`mdb_env_create`).
+///
+/// # Safety
+/// `env` is null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_create(env: *mut *mut MDB_env) -> c_int {
-    guard(std::ptr::null(), || {
+    guard(CallEnv::NONE, || {
         if env.is_null() {
             return Err(libc::EINVAL);
         }
-        let handle = Box::new(MDB_env {
-            env: None,
-            map_size: None,
-            max_readers: ferrocore::DEFAULT_MAX_READERS,
-            max_dbs: 0,
-            flags: 0,
-            path: None,
-            userctx: std::ptr::null_mut(),
-            assert_func: None,
-            live_txns: AtomicUsize::new(0),
-        });
-        // SAFETY: `env` is a writable pointer (checked non-null above).
-        *env = Box::into_raw(handle);
+        let handle = Box::new(MDB_env::new());
+        // SAFETY: `env` is writable (the caller's contract) and not null (checked above).
+        unsafe { *env = Box::into_raw(handle) };
         Ok(())
     })
 }
 
 /// Opens the environment at `path` (`mdb_env_open`); new files get `mode` (less umask).
+///
+/// # Safety
+/// `env` is null or a live handle, used by no other thread during the call; `path` is null
+/// or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_open(
     env: *mut MDB_env,
@@ -88,12 +52,16 @@ pub unsafe extern "C" fn mdb_env_open(
     flags: c_uint,
     mode: libc::mode_t,
 ) -> c_int {
-    guard(env, || {
-        let e = env_ref(env)?;
+    // SAFETY: the caller's contract: `env` is null or live.
+    let call_env = unsafe { CallEnv::new(env) };
+    guard(call_env, || {
+        // SAFETY: the caller's contract.
+        let e = unsafe { env_ref(env) }?;
         if e.env.is_some() || path.is_null() || flags & !env_flags::ALL != 0 {
             return Err(libc::EINVAL);
         }
-        let cpath = CStr::from_ptr(path);
+        // SAFETY: `path` is a NUL-terminated string (the caller's contract), not null.
+        let cpath = unsafe { CStr::from_ptr(path) };
         let fs_path = Path::new(std::ffi::OsStr::from_bytes(cpath.to_bytes()));
         let mut opts = EnvOptions::new();
         opts.flags(flags | e.flags)
@@ -107,6 +75,9 @@ pub unsafe extern "C" fn mdb_env_open(
         // SAFETY: LMDB's contract, which the C program accepted by calling mdb_env_open: no
         // one but LMDB-compatible code modifies the environment's files while it is open.
         let opened = unsafe { opts.open(fs_path) }.rc()?;
+        // SAFETY: not open yet (checked above), so no txn of it exists, and the caller
+        // makes no other call on it meanwhile (the contract above).
+        let e = unsafe { env_mut(env) }?;
         e.env = Some(opened);
         e.path = Some(cpath.to_owned());
         Ok(())
@@ -115,55 +86,57 @@ pub unsafe extern "C" fn mdb_env_open(
 
 /// Closes the environment and frees the handle (`mdb_env_close`). Txns still alive keep
 /// it alive: the handle is then leaked instead of freed.
+///
+/// # Safety
+/// `env` is null or a live handle, which the caller gives up: no other call on it runs or
+/// follows, and its cursors are closed (LMDB's contract).
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_close(env: *mut MDB_env) {
-    guard_void(std::ptr::null(), || {
-        if env.is_null() {
+    guard_void(CallEnv::NONE, || {
+        // SAFETY: the caller's contract.
+        let Ok(e) = (unsafe { env_ref(env) }) else {
             return;
-        }
-        // SAFETY: a live handle from mdb_env_create; the caller gives it up.
-        if (*env).live_txns.load(Ordering::Acquire) != 0 {
+        };
+        if e.has_live_txns() {
             return; // leaked: the txns still point into it
         }
-        drop(Box::from_raw(env));
+        // SAFETY: `env` came from `Box::into_raw` in mdb_env_create; the caller gives it
+        // up, no txn of it is alive (checked above) and `e` is not used from here on.
+        drop(unsafe { Box::from_raw(env) });
     })
 }
 
-fn fill_stat(out: &mut MDB_stat, s: &ferrocore::Stat) {
-    *out = MDB_stat {
-        ms_psize: s.page_size,
-        ms_depth: s.depth,
-        ms_branch_pages: s.branch_pages as usize,
-        ms_leaf_pages: s.leaf_pages as usize,
-        ms_overflow_pages: s.overflow_pages as usize,
-        ms_entries: s.entries as usize,
-    };
-}
-
-/// Writes `s` into the caller's `MDB_stat`.
+/// Statistics of the main DB (`mdb_env_stat`).
 ///
 /// # Safety
-/// `out` is null or writable.
-pub(crate) unsafe fn write_stat(out: *mut MDB_stat, s: &ferrocore::Stat) -> Rc {
-    fill_stat(out.as_mut().ok_or(libc::EINVAL)?, s);
-    Ok(())
-}
-
-/// Statistics of the main DB (`mdb_env_stat`).
+/// `env` is null or a live handle; `stat` null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_stat(env: *mut MDB_env, stat: *mut MDB_stat) -> c_int {
-    guard(env, || {
-        let s = env_ref(env)?.open_env()?.stat().rc()?;
-        write_stat(stat, &s)
+    // SAFETY: the caller's contract: `env` is null or live.
+    let call_env = unsafe { CallEnv::new(env) };
+    guard(call_env, || {
+        // SAFETY: the caller's contract.
+        let s = unsafe { env_ref(env) }?.open_env()?.stat().rc()?;
+        // SAFETY: the caller's contract: `stat` is null or writable.
+        let out = unsafe { stat.as_mut() }.ok_or(libc::EINVAL)?;
+        *out = MDB_stat::from(&s);
+        Ok(())
     })
 }
 
 /// Map size, last page, last txn, readers (`mdb_env_info`).
+///
+/// # Safety
+/// `env` is null or a live handle; `info` null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_info(env: *mut MDB_env, info: *mut MDB_envinfo) -> c_int {
-    guard(env, || {
-        let out = info.as_mut().ok_or(libc::EINVAL)?;
-        let i = env_ref(env)?.open_env()?.info().rc()?;
+    // SAFETY: the caller's contract: `env` is null or live.
+    let call_env = unsafe { CallEnv::new(env) };
+    guard(call_env, || {
+        // SAFETY: the caller's contract: `info` is null or writable.
+        let out = unsafe { info.as_mut() }.ok_or(libc::EINVAL)?;
+        // SAFETY: the caller's contract.
+        let i = unsafe { env_ref(env) }?.open_env()?.info().rc()?;
         *out = MDB_envinfo {
             me_mapaddr: std::ptr::null_mut(),
             me_mapsize: i.map_size as usize,
@@ -178,10 +151,16 @@ pub unsafe extern "C" fn mdb_env_info(env: *mut MDB_env, info: *mut MDB_envinfo)
 
 /// Flushes the data file (`mdb_env_sync`); without `force`, only when the environment
 /// syncs at commit anyway (no `MDB_NOSYNC`), as in LMDB.
+///
+/// # Safety
+/// `env` is null or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_sync(env: *mut MDB_env, force: c_int) -> c_int {
-    guard(env, || {
-        let e = env_ref(env)?.open_env()?;
+    // SAFETY: the caller's contract: `env` is null or live.
+    let call_env = unsafe { CallEnv::new(env) };
+    guard(call_env, || {
+        // SAFETY: the caller's contract.
+        let e = unsafe { env_ref(env) }?.open_env()?;
         if force == 0 && e.flags() & env_flags::NO_SYNC != 0 {
             return Ok(());
         }
@@ -190,37 +169,52 @@ pub unsafe extern "C" fn mdb_env_sync(env: *mut MDB_env, force: c_int) -> c_int 
 }
 
 /// Sets or clears flags (`mdb_env_set_flags`): only the changeable ones.
+///
+/// # Safety
+/// `env` is null or a live handle; before `mdb_env_open`, no other thread uses it
+/// meanwhile.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_set_flags(
     env: *mut MDB_env,
     flags: c_uint,
     onoff: c_int,
 ) -> c_int {
-    guard(env, || {
-        let e = env_ref(env)?;
+    // SAFETY: the caller's contract: `env` is null or live.
+    let call_env = unsafe { CallEnv::new(env) };
+    guard(call_env, || {
+        // SAFETY: the caller's contract.
+        let e = unsafe { env_ref(env) }?;
         if flags & !env_flags::CHANGEABLE != 0 {
             return Err(libc::EINVAL);
         }
-        match &e.env {
-            Some(open) => open.set_flags(flags, onoff != 0).rc(),
-            None => {
-                if onoff != 0 {
-                    e.flags |= flags;
-                } else {
-                    e.flags &= !flags;
-                }
-                Ok(())
-            }
+        if let Some(open) = &e.env {
+            return open.set_flags(flags, onoff != 0).rc();
         }
+        // SAFETY: not open (checked above), so no txn of it exists; the caller's contract:
+        // no other thread uses it meanwhile.
+        let e = unsafe { env_mut(env) }?;
+        if onoff != 0 {
+            e.flags |= flags;
+        } else {
+            e.flags &= !flags;
+        }
+        Ok(())
     })
 }
 
 /// The environment's flags (`mdb_env_get_flags`).
+///
+/// # Safety
+/// `env` is null or a live handle; `flags` null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_get_flags(env: *mut MDB_env, flags: *mut c_uint) -> c_int {
-    guard(env, || {
-        let e = env_ref(env)?;
-        let out = flags.as_mut().ok_or(libc::EINVAL)?;
+    // SAFETY: the caller's contract: `env` is null or live.
+    let call_env = unsafe { CallEnv::new(env) };
+    guard(call_env, || {
+        // SAFETY: the caller's contract.
+        let e = unsafe { env_ref(env) }?;
+        // SAFETY: the caller's contract: `flags` is null or writable.
+        let out = unsafe { flags.as_mut() }.ok_or(libc::EINVAL)?;
         *out = match &e.env {
             Some(open) => open.flags(),
             None => e.flags,
@@ -230,22 +224,36 @@ pub unsafe extern "C" fn mdb_env_get_flags(env: *mut MDB_env, flags: *mut c_uint
 }
 
 /// The path given to `mdb_env_open` (`mdb_env_get_path`); NULL before it.
+///
+/// # Safety
+/// `env` is null or a live handle; `path` null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_get_path(env: *mut MDB_env, path: *mut *const c_char) -> c_int {
-    guard(env, || {
-        let e = env_ref(env)?;
-        let out = path.as_mut().ok_or(libc::EINVAL)?;
+    // SAFETY: the caller's contract: `env` is null or live.
+    let call_env = unsafe { CallEnv::new(env) };
+    guard(call_env, || {
+        // SAFETY: the caller's contract.
+        let e = unsafe { env_ref(env) }?;
+        // SAFETY: the caller's contract: `path` is null or writable.
+        let out = unsafe { path.as_mut() }.ok_or(libc::EINVAL)?;
         *out = e.path.as_ref().map_or(std::ptr::null(), |p| p.as_ptr());
         Ok(())
     })
 }
 
 /// The data file's descriptor (`mdb_env_get_fd`); -1 before open.
+///
+/// # Safety
+/// `env` is null or a live handle; `fd` null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_get_fd(env: *mut MDB_env, fd: *mut c_int) -> c_int {
-    guard(env, || {
-        let e = env_ref(env)?;
-        let out = fd.as_mut().ok_or(libc::EINVAL)?;
+    // SAFETY: the caller's contract: `env` is null or live.
+    let call_env = unsafe { CallEnv::new(env) };
+    guard(call_env, || {
+        // SAFETY: the caller's contract.
+        let e = unsafe { env_ref(env) }?;
+        // SAFETY: the caller's contract: `fd` is null or writable.
+        let out = unsafe { fd.as_mut() }.ok_or(libc::EINVAL)?;
         *out = e.env.as_ref().map_or(-1, |open| open.data_fd());
         Ok(())
     })
@@ -253,44 +261,65 @@ pub unsafe extern "C" fn mdb_env_get_fd(env: *mut MDB_env, fd: *mut c_int) -> c_
 
 /// Sets the map size (`mdb_env_set_mapsize`): before open, or on an open environment with
 /// no txn alive in this process.
+///
+/// # Safety
+/// `env` is null or a live handle; before `mdb_env_open`, no other thread uses it
+/// meanwhile.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_set_mapsize(env: *mut MDB_env, size: usize) -> c_int {
-    guard(env, || {
-        let e = env_ref(env)?;
-        match &e.env {
-            None => {
-                e.map_size = Some(size as u64);
-                Ok(())
+    // SAFETY: the caller's contract: `env` is null or live.
+    let call_env = unsafe { CallEnv::new(env) };
+    guard(call_env, || {
+        // SAFETY: the caller's contract.
+        let e = unsafe { env_ref(env) }?;
+        if let Some(open) = &e.env {
+            if e.has_live_txns() {
+                return Err(libc::EINVAL);
             }
-            Some(open) => {
-                if e.live_txns.load(Ordering::Acquire) != 0 {
-                    return Err(libc::EINVAL);
-                }
-                open.set_map_size(size as u64).rc()
-            }
+            return open.set_map_size(size as u64).rc();
         }
+        // SAFETY: not open (checked above), so no txn of it exists; the caller's contract:
+        // no other thread uses it meanwhile.
+        unsafe { env_mut(env) }?.map_size = Some(size as u64);
+        Ok(())
     })
 }
 
 /// Sets the number of reader slots (`mdb_env_set_maxreaders`), before open.
+///
+/// # Safety
+/// `env` is null or a live handle; before `mdb_env_open`, no other thread uses it
+/// meanwhile.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_set_maxreaders(env: *mut MDB_env, readers: c_uint) -> c_int {
-    guard(env, || {
-        let e = env_ref(env)?;
+    // SAFETY: the caller's contract: `env` is null or live.
+    let call_env = unsafe { CallEnv::new(env) };
+    guard(call_env, || {
+        // SAFETY: the caller's contract.
+        let e = unsafe { env_ref(env) }?;
         if e.env.is_some() || readers < 1 {
             return Err(libc::EINVAL);
         }
-        e.max_readers = readers;
+        // SAFETY: not open (checked above), so no txn of it exists; the caller's contract:
+        // no other thread uses it meanwhile.
+        unsafe { env_mut(env) }?.max_readers = readers;
         Ok(())
     })
 }
 
 /// The number of reader slots (`mdb_env_get_maxreaders`).
+///
+/// # Safety
+/// `env` is null or a live handle; `readers` null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_get_maxreaders(env: *mut MDB_env, readers: *mut c_uint) -> c_int {
-    guard(env, || {
-        let e = env_ref(env)?;
-        let out = readers.as_mut().ok_or(libc::EINVAL)?;
+    // SAFETY: the caller's contract: `env` is null or live.
+    let call_env = unsafe { CallEnv::new(env) };
+    guard(call_env, || {
+        // SAFETY: the caller's contract.
+        let e = unsafe { env_ref(env) }?;
+        // SAFETY: the caller's contract: `readers` is null or writable.
+        let out = unsafe { readers.as_mut() }.ok_or(libc::EINVAL)?;
         *out = match &e.env {
             Some(open) => open.info().rc()?.max_readers,
             None => e.max_readers,
@@ -300,24 +329,39 @@ pub unsafe extern "C" fn mdb_env_get_maxreaders(env: *mut MDB_env, readers: *mut
 }
 
 /// Sets the number of named DBs (`mdb_env_set_maxdbs`), before open.
+///
+/// # Safety
+/// `env` is null or a live handle; before `mdb_env_open`, no other thread uses it
+/// meanwhile.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_set_maxdbs(env: *mut MDB_env, dbs: MDB_dbi) -> c_int {
-    guard(env, || {
-        let e = env_ref(env)?;
+    // SAFETY: the caller's contract: `env` is null or live.
+    let call_env = unsafe { CallEnv::new(env) };
+    guard(call_env, || {
+        // SAFETY: the caller's contract.
+        let e = unsafe { env_ref(env) }?;
         if e.env.is_some() {
             return Err(libc::EINVAL);
         }
-        e.max_dbs = dbs;
+        // SAFETY: not open (checked above), so no txn of it exists; the caller's contract:
+        // no other thread uses it meanwhile.
+        unsafe { env_mut(env) }?.max_dbs = dbs;
         Ok(())
     })
 }
 
 /// The longest key (`mdb_env_get_maxkeysize`): 511, as in LMDB.
+///
+/// # Safety
+/// `env` is null or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_get_maxkeysize(env: *mut MDB_env) -> c_int {
     let mut size = ferrocore::LMDB_MAX_KEY_SIZE as c_int;
-    guard_void(env, || {
-        if let Some(open) = env.as_ref().and_then(|e| e.env.as_ref()) {
+    // SAFETY: the caller's contract: `env` is null or live.
+    let call_env = unsafe { CallEnv::new(env) };
+    guard_void(call_env, || {
+        // SAFETY: the caller's contract.
+        if let Some(open) = unsafe { env.as_ref() }.and_then(|e| e.env.as_ref()) {
             size = open.max_key_size() as c_int;
         }
     });
@@ -325,54 +369,94 @@ pub unsafe extern "C" fn mdb_env_get_maxkeysize(env: *mut MDB_env) -> c_int {
 }
 
 /// Stores an application pointer (`mdb_env_set_userctx`).
+///
+/// # Safety
+/// `env` is null or a live handle; no other thread calls `mdb_env_set_userctx` or
+/// `mdb_env_get_userctx` on it meanwhile (LMDB stores the pointer unguarded too).
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_set_userctx(env: *mut MDB_env, ctx: *mut c_void) -> c_int {
-    guard(env, || {
-        env_ref(env)?.userctx = ctx;
+    // SAFETY: the caller's contract: `env` is null or live.
+    let call_env = unsafe { CallEnv::new(env) };
+    guard(call_env, || {
+        if env.is_null() {
+            return Err(libc::EINVAL);
+        }
+        // SAFETY: live (the caller's contract) and not null (checked above). Only this
+        // field is written, through the raw pointer: txns borrowing the open environment
+        // are not disturbed, and no other thread reads the field meanwhile (the contract).
+        unsafe { (*env).userctx = ctx };
         Ok(())
     })
 }
 
 /// The application pointer (`mdb_env_get_userctx`); NULL if `env` is.
+///
+/// # Safety
+/// `env` is null or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_get_userctx(env: *mut MDB_env) -> *mut c_void {
-    env.as_ref().map_or(std::ptr::null_mut(), |e| e.userctx)
+    // SAFETY: the caller's contract.
+    unsafe { env.as_ref() }.map_or(std::ptr::null_mut(), |e| e.userctx)
 }
 
 /// Stores the assertion callback (`mdb_env_set_assert`). ferrocore reports failed
 /// invariants as error codes, so it is never called.
+///
+/// # Safety
+/// `env` is null or a live handle; no other thread calls `mdb_env_set_assert` on it
+/// meanwhile.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_set_assert(
     env: *mut MDB_env,
     func: Option<MDB_assert_func>,
 ) -> c_int {
-    guard(env, || {
-        env_ref(env)?.assert_func = func;
+    // SAFETY: the caller's contract: `env` is null or live.
+    let call_env = unsafe { CallEnv::new(env) };
+    guard(call_env, || {
+        if env.is_null() {
+            return Err(libc::EINVAL);
+        }
+        // SAFETY: live (the caller's contract) and not null (checked above). Only this
+        // field is written, through the raw pointer (as in `mdb_env_set_userctx`); it is
+        // never read.
+        unsafe { (*env).assert_func = func };
         Ok(())
     })
 }
 
 /// Copies the environment to the directory `path` (`mdb_env_copy`).
+///
+/// # Safety
+/// As for [`mdb_env_copy2`].
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_copy(env: *mut MDB_env, path: *const c_char) -> c_int {
-    mdb_env_copy2(env, path, 0)
+    // SAFETY: the caller's contract, which is mdb_env_copy2's.
+    unsafe { mdb_env_copy2(env, path, 0) }
 }
 
 /// Copies the environment to `path` (a directory, or the file itself under
 /// `MDB_NOSUBDIR`), which must not exist yet (`mdb_env_copy2`). With `MDB_CP_COMPACT` the
 /// copy holds only the pages in use, renumbered, and no free pages.
+///
+/// # Safety
+/// `env` is null or a live handle; `path` null or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_copy2(
     env: *mut MDB_env,
     path: *const c_char,
     flags: c_uint,
 ) -> c_int {
-    guard(env, || {
-        let e = env_ref(env)?.open_env()?;
+    // SAFETY: the caller's contract: `env` is null or live.
+    let call_env = unsafe { CallEnv::new(env) };
+    guard(call_env, || {
+        // SAFETY: the caller's contract.
+        let e = unsafe { env_ref(env) }?.open_env()?;
         if path.is_null() || flags & !MDB_CP_COMPACT != 0 {
             return Err(libc::EINVAL);
         }
-        let dir = Path::new(std::ffi::OsStr::from_bytes(CStr::from_ptr(path).to_bytes()));
+        // SAFETY: `path` is a NUL-terminated string (the caller's contract), not null.
+        let cpath = unsafe { CStr::from_ptr(path) };
+        let dir = Path::new(std::ffi::OsStr::from_bytes(cpath.to_bytes()));
         let target = if e.flags() & env_flags::NO_SUB_DIR != 0 {
             dir.to_path_buf()
         } else {
@@ -392,22 +476,33 @@ pub unsafe extern "C" fn mdb_env_copy2(
 }
 
 /// Copies the environment to an open file descriptor (`mdb_env_copyfd`).
+///
+/// # Safety
+/// As for [`mdb_env_copyfd2`].
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_copyfd(env: *mut MDB_env, fd: c_int) -> c_int {
-    mdb_env_copyfd2(env, fd, 0)
+    // SAFETY: the caller's contract, which is mdb_env_copyfd2's.
+    unsafe { mdb_env_copyfd2(env, fd, 0) }
 }
 
 /// Copies the environment to an open file descriptor (`mdb_env_copyfd2`); the descriptor
 /// stays open. `MDB_CP_COMPACT` as for `mdb_env_copy2`.
+///
+/// # Safety
+/// `env` is null or a live handle; `fd`, if not negative, an open descriptor the caller
+/// lends for the call.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_copyfd2(env: *mut MDB_env, fd: c_int, flags: c_uint) -> c_int {
-    guard(env, || {
-        let e = env_ref(env)?.open_env()?;
+    // SAFETY: the caller's contract: `env` is null or live.
+    let call_env = unsafe { CallEnv::new(env) };
+    guard(call_env, || {
+        // SAFETY: the caller's contract.
+        let e = unsafe { env_ref(env) }?.open_env()?;
         if fd < 0 || flags & !MDB_CP_COMPACT != 0 {
             return Err(libc::EINVAL);
         }
         // SAFETY: the caller lends an open descriptor; ManuallyDrop keeps it open.
-        let mut file = ManuallyDrop::new(File::from_raw_fd(fd));
+        let mut file = ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
         copy(e, &mut *file, flags).rc()?;
         file.flush()
             .map_err(|err| err.raw_os_error().unwrap_or(libc::EIO))
@@ -424,13 +519,18 @@ fn copy(e: &Env, out: &mut dyn std::io::Write, flags: c_uint) -> ferrocore::Resu
 }
 
 /// Lists the reader table through `func`, in LMDB's format (`mdb_reader_list`).
+///
+/// # Safety
+/// `env` is null or a live handle; `func`, if given, a callback that accepts a
+/// NUL-terminated line and `ctx`.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_reader_list(
     env: *mut MDB_env,
     func: Option<MDB_msg_func>,
     ctx: *mut c_void,
 ) -> c_int {
-    let (Some(e), Some(func)) = (env.as_ref(), func) else {
+    // SAFETY: the caller's contract.
+    let (Some(e), Some(func)) = (unsafe { env.as_ref() }, func) else {
         return -1;
     };
     let Some(open) = e.env.as_ref() else {
@@ -438,7 +538,7 @@ pub unsafe extern "C" fn mdb_reader_list(
     };
     let say = |line: String| -> c_int {
         let line = CString::new(line).expect("no NUL in reader lines");
-        // SAFETY: `func` is the caller's callback; the line lives for the call.
+        // SAFETY: `func` is the caller's callback (the contract); the line lives for the call.
         unsafe { func(line.as_ptr(), ctx) }
     };
     let mut first = true;
@@ -467,11 +567,18 @@ pub unsafe extern "C" fn mdb_reader_list(
 }
 
 /// Clears reader slots of dead processes (`mdb_reader_check`); `dead` gets how many.
+///
+/// # Safety
+/// `env` is null or a live handle; `dead` null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_reader_check(env: *mut MDB_env, dead: *mut c_int) -> c_int {
-    guard(env, || {
-        let n = env_ref(env)?.open_env()?.reader_check().rc()?;
-        if let Some(out) = dead.as_mut() {
+    // SAFETY: the caller's contract: `env` is null or live.
+    let call_env = unsafe { CallEnv::new(env) };
+    guard(call_env, || {
+        // SAFETY: the caller's contract.
+        let n = unsafe { env_ref(env) }?.open_env()?.reader_check().rc()?;
+        // SAFETY: the caller's contract: `dead` is null or writable.
+        if let Some(out) = unsafe { dead.as_mut() } {
             *out = n as c_int;
         }
         Ok(())

@@ -1,8 +1,64 @@
-//! `mdb_strerror` (LMDB's texts) and `mdb_version`.
+//! LMDB's error codes on the Rust side (`Rc`, `ToRc`, and the conversions the calls
+//! taking a dbi or storing a value share), `mdb_strerror` (LMDB's texts) and
+//! `mdb_version`.
+//!
+//! May import: `types`.
 
-use std::os::raw::{c_char, c_int};
+use std::os::raw::{c_char, c_int, c_uint};
+
+use ferrocore::{put_flags, Database, Error};
 
 use crate::types::codes::*;
+use crate::types::{set_val, MDB_val};
+
+/// The result of an exported function's body: `Err` carries the LMDB code.
+pub(crate) type Rc<T = ()> = Result<T, c_int>;
+
+/// Converts ferrocore results to LMDB codes.
+pub(crate) trait ToRc<T> {
+    /// The value, or the error's LMDB code.
+    fn rc(self) -> Rc<T>;
+}
+
+impl<T> ToRc<T> for ferrocore::Result<T> {
+    fn rc(self) -> Rc<T> {
+        self.map_err(|e| e.lmdb_code())
+    }
+}
+
+/// Converts a ferrocore error for a call taking a dbi: a handle that is not (or no longer)
+/// valid in the txn is `EINVAL`, as LMDB's `TXN_DBI_EXIST` check returns.
+pub(crate) fn dbi_rc<T>(r: ferrocore::Result<T>) -> Rc<T> {
+    match r {
+        Err(Error::BadDbi) => Err(libc::EINVAL),
+        other => other.rc(),
+    }
+}
+
+/// The code of a put, as LMDB answers it: with `MDB_NOOVERWRITE` on an existing key,
+/// `MDB_KEYEXIST` and `data` pointed at the existing value.
+///
+/// # Safety
+/// `data` is null or a writable `MDB_val`.
+pub(crate) unsafe fn put_rc(
+    r: ferrocore::Result<()>,
+    flags: c_uint,
+    w: &ferrocore::WriteTxn<'_>,
+    db: Database,
+    key: &[u8],
+    data: *mut MDB_val,
+) -> Rc {
+    match r {
+        Err(Error::KeyExist) if flags & put_flags::NO_OVERWRITE != 0 => {
+            if let Ok(Some(existing)) = w.get(db, key) {
+                // SAFETY: the caller's contract: `data` is null or writable.
+                unsafe { set_val(data, existing) };
+            }
+            Err(MDB_KEYEXIST)
+        }
+        other => dbi_rc(other),
+    }
+}
 
 /// LMDB's message for each of its codes, from `MDB_KEYEXIST` to `MDB_BAD_DBI`.
 const MESSAGES: [&str; 21] = [
@@ -53,19 +109,25 @@ const VERSION: &str = concat!(
 
 /// The library version (`mdb_version`): LMDB 0.9.32's numbers, and a string naming
 /// ferrocore.
+///
+/// # Safety
+/// `major`, `minor` and `patch` are each null or writable (LMDB's contract).
 #[no_mangle]
 pub unsafe extern "C" fn mdb_version(
     major: *mut c_int,
     minor: *mut c_int,
     patch: *mut c_int,
 ) -> *mut c_char {
-    if let Some(m) = major.as_mut() {
+    // SAFETY: the caller's contract: null or writable.
+    if let Some(m) = unsafe { major.as_mut() } {
         *m = 0;
     }
-    if let Some(m) = minor.as_mut() {
+    // SAFETY: the caller's contract: null or writable.
+    if let Some(m) = unsafe { minor.as_mut() } {
         *m = 9;
     }
-    if let Some(p) = patch.as_mut() {
+    // SAFETY: the caller's contract: null or writable.
+    if let Some(p) = unsafe { patch.as_mut() } {
         *p = 32;
     }
     VERSION.as_ptr() as *mut c_char
