@@ -8,6 +8,8 @@ use std::process::Command;
 
 use ferrocore::Stat;
 
+pub mod engines;
+
 /// Map size for the LMDB side (LMDB's map does not grow by itself).
 pub const LMDB_MAP_SIZE: usize = 1 << 30;
 
