@@ -7,12 +7,21 @@ use std::path::Path;
 
 use ferrocore::{env_flags, Database, Env, EnvOptions, Error};
 
+mod common;
+use common::{open_env, try_open_env, Rng};
+
 const MAIN: Database = Database::MAIN;
 const PS: u64 = 4096;
 
 fn open(dir: &Path) -> ferrocore::Result<Env> {
-    // SAFETY: the test owns the directory; it only changes files while no env is open.
-    unsafe { EnvOptions::new().flags(env_flags::NO_SYNC).open(dir) }
+    try_open_env(dir, EnvOptions::new().flags(env_flags::NO_SYNC))
+}
+
+/// Room for the named DBs of [`build_dbs`], unsynced commits.
+fn dbs_options() -> EnvOptions {
+    let mut opts = EnvOptions::new();
+    opts.max_dbs(4).flags(env_flags::NO_SYNC);
+    opts
 }
 
 fn key(i: u32) -> Vec<u8> {
@@ -234,13 +243,7 @@ fn damage_rounds(
     build: fn(&Path),
     exercise: fn(&Env) -> ferrocore::Result<()>,
 ) -> usize {
-    let mut seed = seed;
-    let mut rnd = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut rng = Rng(seed);
     let mut noticed = 0;
     for round in 0..rounds {
         let dir = tempfile::tempdir().unwrap();
@@ -250,21 +253,15 @@ fn damage_rounds(
             .len()
             / PS;
         for _ in 0..1 + round % max_flips {
-            let page = 2 + rnd() % (pages - 2);
-            let off = if rnd() % 2 == 0 {
-                rnd() % 64
+            let page = 2 + rng.next() % (pages - 2);
+            let off = if rng.chance(1, 2) {
+                rng.next() % 64
             } else {
-                rnd() % PS
+                rng.next() % PS
             };
-            poke(dir.path(), page * PS + off, &[rnd() as u8]);
+            poke(dir.path(), page * PS + off, &[rng.next() as u8]);
         }
-        // SAFETY: the test owns the directory; nothing changes the files while it is open.
-        let opened = unsafe {
-            EnvOptions::new()
-                .max_dbs(4)
-                .flags(env_flags::NO_SYNC)
-                .open(dir.path())
-        };
+        let opened = try_open_env(dir.path(), &dbs_options());
         if opened.map_or(true, |env| exercise(&env).is_err()) {
             noticed += 1;
         }
@@ -283,14 +280,7 @@ fn random_damage_never_panics() {
 
 /// An environment with named, DUPSORT and DUPFIXED DBs (sub-pages, sub-DBs, LEAF2 pages).
 fn build_dbs(dir: &Path) {
-    // SAFETY: the test owns the directory.
-    let env = unsafe {
-        EnvOptions::new()
-            .max_dbs(4)
-            .flags(env_flags::NO_SYNC)
-            .open(dir)
-            .unwrap()
-    };
+    let env = open_env(dir, &dbs_options());
     let mut txn = env.begin_write().unwrap();
     let dups = txn
         .open_db(

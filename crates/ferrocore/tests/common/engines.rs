@@ -170,8 +170,7 @@ impl Engine for ferrocore::Env {
     type Write<'e> = WriteTxn<'e>;
 
     fn open_env(path: &Path, max_dbs: u32) -> Self {
-        // SAFETY: only this test touches the directory, and LMDB has it closed.
-        unsafe { ferrocore::EnvOptions::new().max_dbs(max_dbs).open(path) }.expect("ferrocore open")
+        super::open_env(path, ferrocore::EnvOptions::new().max_dbs(max_dbs))
     }
 
     fn read_txn(&self) -> ReadTxn<'_> {
