@@ -23,20 +23,14 @@ use ferrocore::{
 use proptest::prelude::*;
 
 mod common;
-use common::{lmdb, lmdb_utils_available, Pair, Rng, LMDB_MAP_SIZE};
+use common::{lmdb, lmdb_utils_available, Pair, Rng, TempEnv, LMDB_MAP_SIZE};
 
-/// Opens (creating) an environment with room for a few named DBs, unsynced commits.
-fn open(dir: &Path) -> Env {
-    // SAFETY: the test owns the directory; nothing else touches its files.
-    unsafe {
-        EnvOptions::new()
-            // Strict mode: every commit is followed by a full check.
-            .strict(true)
-            .max_dbs(8)
-            .flags(env_flags::NO_SYNC)
-            .open(dir)
-            .expect("open")
-    }
+/// Room for a few named DBs, unsynced commits.
+fn env_options() -> EnvOptions {
+    let mut opts = EnvOptions::new();
+    // Strict mode: every commit is followed by a full check.
+    opts.strict(true).max_dbs(8).flags(env_flags::NO_SYNC);
+    opts
 }
 
 /// A DB to fill: its name (`None`: the main DB) and flags.
@@ -234,8 +228,7 @@ fn mdb_dump(path: &Path, name: Option<&str>) -> Option<String> {
 /// Puts `pairs` into one environment and bulk-loads the result into another; checks every
 /// property of the module docs. Returns both environments and the bulk DB's stat.
 fn compare(t: Target, pairs: &[Pair], options: BulkOptions) -> (ferrocore::Stat, ferrocore::Stat) {
-    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (puts, bulk) = (open(dir_a.path()), open(dir_b.path()));
+    let (puts, bulk) = (TempEnv::new(&env_options()), TempEnv::new(&env_options()));
     let items = put_all(&puts, t, pairs);
     let db = bulk_all(&bulk, t, &items, options);
     verify(&bulk, db, &items);
@@ -248,7 +241,7 @@ fn compare(t: Target, pairs: &[Pair], options: BulkOptions) -> (ferrocore::Stat,
         puts.begin_read().unwrap().db_stat(db_of(&puts, t)).unwrap(),
         bulk.begin_read().unwrap().db_stat(db).unwrap(),
     );
-    drop((puts, bulk));
+    let (dir_a, dir_b) = (puts.close(), bulk.close());
     assert_same(
         &lmdb_scan(dir_b.path(), t.name, t.flags),
         &items,
@@ -405,12 +398,10 @@ fn dupsort_sub_pages_and_sub_dbs() {
     };
     let data = dup_data(9, |r| r.bytes(20));
     compare(t, &data, BulkOptions::default());
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path());
+    let env = TempEnv::new(&env_options());
     let items = put_all(&env, t, &data);
     drop(env);
-    let env2dir = tempfile::tempdir().unwrap();
-    let env2 = open(env2dir.path());
+    let env2 = TempEnv::new(&env_options());
     bulk_all(&env2, t, &items, BulkOptions::default());
     let kinds: Vec<u16> = forms(&env2, t.name).into_iter().map(|(_, f)| f).collect();
     for kind in [
@@ -443,8 +434,7 @@ fn dupfixed_with_integerdup() {
 
 #[test]
 fn out_of_order_input_is_refused_and_leaves_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path());
+    let env = TempEnv::new(&env_options());
     let t = Target {
         name: Some("t"),
         flags: 0,
@@ -508,8 +498,7 @@ fn out_of_order_input_is_refused_and_leaves_nothing() {
 
 #[test]
 fn keep_last_replaces_a_repeated_key_and_frees_its_overflow_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path());
+    let env = TempEnv::new(&env_options());
     let mut txn = env.begin_write().unwrap();
     let options = BulkOptions {
         duplicates: Duplicates::KeepLast,
@@ -535,8 +524,7 @@ fn keep_last_replaces_a_repeated_key_and_frees_its_overflow_run() {
 
 #[test]
 fn a_db_with_data_gets_ordinary_puts() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path());
+    let env = TempEnv::new(&env_options());
     let db = db_of(&env, MAIN);
     let mut txn = env.begin_write().unwrap();
     txn.put(db, b"m", b"old", 0).unwrap();
@@ -565,8 +553,7 @@ fn a_db_with_data_gets_ordinary_puts() {
 
 #[test]
 fn pages_come_from_the_free_list() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path());
+    let env = TempEnv::new(&env_options());
     let data = plain(5_000, 12, 16, 100);
     let items = put_all(&env, MAIN, &data);
     let pages_before = env.info().unwrap().last_pgno;
@@ -601,8 +588,7 @@ fn reverse_cmp(a: &[u8], b: &[u8]) -> Ordering {
 
 #[test]
 fn a_custom_comparator_orders_the_input() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path());
+    let env = TempEnv::new(&env_options());
     let db = db_of(
         &env,
         Target {
@@ -642,8 +628,7 @@ fn external_sort_with_a_tiny_budget_feeds_the_loader() {
         let len = 1 + r.below(20);
         r.bytes(len)
     });
-    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (puts, bulk) = (open(dir_a.path()), open(dir_b.path()));
+    let (puts, bulk) = (TempEnv::new(&env_options()), TempEnv::new(&env_options()));
     let items = put_all(&puts, t, &data);
     let db = db_of(&bulk, t);
     let mut txn = bulk.begin_write().unwrap();

@@ -11,6 +11,9 @@
 use ferrocore::fault::{CallKind, Cut, Fault, FaultInjector};
 use ferrocore::{env_flags, CommitStep, Database, Env, EnvOptions, Error};
 
+mod common;
+use common::open_env;
+
 fn open(dir: &std::path::Path, flags: u32, injector: Option<&FaultInjector>) -> Env {
     let mut opts = EnvOptions::new();
     opts.flags(flags);
@@ -18,8 +21,7 @@ fn open(dir: &std::path::Path, flags: u32, injector: Option<&FaultInjector>) -> 
         let inj = inj.clone();
         opts.data_file(move |f| inj.wrap(f));
     }
-    // SAFETY: the test owns the directory; nothing else touches its files.
-    unsafe { opts.open(dir) }.expect("open")
+    open_env(dir, &opts)
 }
 
 fn key(i: u32) -> Vec<u8> {

@@ -9,7 +9,7 @@ use std::fs::File;
 use std::path::Path;
 use std::process::Command;
 
-use common::{lmdb_utils_available, Rng};
+use common::{lmdb_utils_available, open_env, Rng, TempEnv};
 use ferrocore::raw::PageSource;
 use ferrocore::raw::{Meta, MetaCheck};
 use ferrocore::{db_flags, Database, Env, EnvOptions, Error, Stat};
@@ -30,9 +30,15 @@ const NAMED: &[(&str, u16)] = &[
     ("empty", 0),
 ];
 
+/// Room for [`NAMED`].
+fn env_options() -> EnvOptions {
+    let mut opts = EnvOptions::new();
+    opts.max_dbs(16);
+    opts
+}
+
 fn open(dir: &Path) -> Env {
-    // SAFETY: the test owns the directory; nothing else writes its files meanwhile.
-    unsafe { EnvOptions::new().max_dbs(16).open(dir).expect("open") }
+    open_env(dir, &env_options())
 }
 
 fn open_dbs(env: &Env) -> Vec<(String, Database)> {
@@ -267,9 +273,8 @@ fn compact_copy_has_no_free_pages_and_the_same_content() {
 #[test]
 fn compact_copy_of_empty_environments() {
     // A fresh environment: two metas, nothing else.
-    let src = tempfile::tempdir().unwrap();
     let dst = tempfile::tempdir().unwrap();
-    let env = open(src.path());
+    let env = TempEnv::new(&env_options());
     compact(&env, dst.path());
     assert_eq!(file_len(&dst.path().join("data.mdb")), 2 * PS as u64);
     let copy = open(dst.path());
@@ -277,9 +282,8 @@ fn compact_copy_of_empty_environments() {
     copy.check().unwrap();
     drop(copy);
     // Emptied after use, with main-DB flags: meta 1 carries them (txnid 1).
-    let src = tempfile::tempdir().unwrap();
     let dst = tempfile::tempdir().unwrap();
-    let env = open(src.path());
+    let env = TempEnv::new(&env_options());
     let mut txn = env.begin_write().unwrap();
     txn.open_db(None, db_flags::INTEGER_KEY as u32).unwrap();
     for i in 0..500u64 {
@@ -456,8 +460,7 @@ fn lmdb_reads_the_compact_copy_and_its_own_compact_copy_is_the_same() {
 
 #[test]
 fn compact_copy_while_a_writer_commits_is_one_snapshot() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path());
+    let env = TempEnv::new(&env_options());
     // Every commit sets all keys to the txn's round number and moves pages around, so a
     // snapshot has one number throughout; a mix of two commits would show two.
     const KEYS: u64 = 400;

@@ -7,12 +7,21 @@ use std::path::Path;
 
 use ferrocore::{env_flags, Database, Env, EnvOptions, Error};
 
+mod common;
+use common::{open_env, try_open_env, Rng};
+
 const MAIN: Database = Database::MAIN;
 const PS: u64 = 4096;
 
 fn open(dir: &Path) -> ferrocore::Result<Env> {
-    // SAFETY: the test owns the directory; it only changes files while no env is open.
-    unsafe { EnvOptions::new().flags(env_flags::NO_SYNC).open(dir) }
+    try_open_env(dir, EnvOptions::new().flags(env_flags::NO_SYNC))
+}
+
+/// Room for the named DBs of [`build_dbs`], unsynced commits.
+fn dbs_options() -> EnvOptions {
+    let mut opts = EnvOptions::new();
+    opts.max_dbs(4).flags(env_flags::NO_SYNC);
+    opts
 }
 
 fn key(i: u32) -> Vec<u8> {
@@ -177,7 +186,18 @@ fn child_pointer_past_the_end_is_page_not_found() {
         }
     }
     assert!(errors > 0);
-    assert!(txn.check().is_err());
+    // The checker names the page the pointer leads to.
+    let err = txn.check().expect_err("check finds the bad child pointer");
+    assert!(
+        matches!(
+            err,
+            Error::Corrupted {
+                pgno: 0xFFFF_FF00,
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 /// Overflow runs whose header claims billions of pages (or none): freeing them, by
@@ -223,24 +243,39 @@ fn forged_overflow_run_lengths_are_corrupted_not_freed() {
     }
 }
 
+/// The errors the steps of an exercise returned: which step, and the error.
+type Errors = Vec<(&'static str, Error)>;
+
+/// Whether `e` reports damage as such: a bounds or consistency check on a page failed
+/// (`Corrupted`), or a page number points outside the file or the snapshot
+/// (`PageNotFound`, LMDB's MDB_PAGE_NOTFOUND).
+fn is_corruption(e: &Error) -> bool {
+    matches!(e, Error::Corrupted { .. } | Error::PageNotFound { .. })
+}
+
 /// Builds an environment `rounds` times, flips 1 to `max_flips` random bytes of its data
 /// pages (mostly headers and slot arrays, where damage matters most), then opens it and
-/// runs `exercise`. Every step must return a result, never panic. Returns how many rounds
-/// noticed the damage.
+/// runs `exercise`. Every step must return a result, never panic, and every error must
+/// report the damage as corruption (`is_corruption`): a damaged file is never reported as
+/// a misuse, a missing DB, a full map, an I/O error, ... The same exercise on the
+/// undamaged file must return no error at all. Returns how many rounds noticed the
+/// damage.
 fn damage_rounds(
     seed: u64,
     rounds: u64,
     max_flips: u64,
     build: fn(&Path),
-    exercise: fn(&Env) -> ferrocore::Result<()>,
+    exercise: fn(&Env) -> Errors,
 ) -> usize {
-    let mut seed = seed;
-    let mut rnd = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let control = tempfile::tempdir().unwrap();
+    build(control.path());
+    let errors = exercise(&open_env(control.path(), &dbs_options()));
+    assert!(
+        errors.is_empty(),
+        "the undamaged file gives errors: {errors:?}"
+    );
+
+    let mut rng = Rng(seed);
     let mut noticed = 0;
     for round in 0..rounds {
         let dir = tempfile::tempdir().unwrap();
@@ -250,29 +285,34 @@ fn damage_rounds(
             .len()
             / PS;
         for _ in 0..1 + round % max_flips {
-            let page = 2 + rnd() % (pages - 2);
-            let off = if rnd() % 2 == 0 {
-                rnd() % 64
+            let page = 2 + rng.next() % (pages - 2);
+            let off = if rng.chance(1, 2) {
+                rng.next() % 64
             } else {
-                rnd() % PS
+                rng.next() % PS
             };
-            poke(dir.path(), page * PS + off, &[rnd() as u8]);
+            poke(dir.path(), page * PS + off, &[rng.next() as u8]);
         }
-        // SAFETY: the test owns the directory; nothing changes the files while it is open.
-        let opened = unsafe {
-            EnvOptions::new()
-                .max_dbs(4)
-                .flags(env_flags::NO_SYNC)
-                .open(dir.path())
+        let errors = match try_open_env(dir.path(), &dbs_options()) {
+            Ok(env) => exercise(&env),
+            Err(e) => vec![("open", e)],
         };
-        if opened.map_or(true, |env| exercise(&env).is_err()) {
+        for (step, e) in &errors {
+            assert!(
+                is_corruption(e),
+                "round {round}: {step}: the damage is reported as {e:?}, not as corruption \
+                 (all errors of the round: {errors:?})"
+            );
+        }
+        if !errors.is_empty() {
             noticed += 1;
         }
     }
     noticed
 }
 
-/// Flips bytes all over the data pages of a plain DB, then runs every operation.
+/// Flips bytes all over the data pages of a plain DB, then runs every operation: each
+/// error is corruption.
 #[test]
 fn random_damage_never_panics() {
     assert!(
@@ -283,14 +323,7 @@ fn random_damage_never_panics() {
 
 /// An environment with named, DUPSORT and DUPFIXED DBs (sub-pages, sub-DBs, LEAF2 pages).
 fn build_dbs(dir: &Path) {
-    // SAFETY: the test owns the directory.
-    let env = unsafe {
-        EnvOptions::new()
-            .max_dbs(4)
-            .flags(env_flags::NO_SYNC)
-            .open(dir)
-            .unwrap()
-    };
+    let env = open_env(dir, &dbs_options());
     let mut txn = env.begin_write().unwrap();
     let dups = txn
         .open_db(
@@ -323,14 +356,26 @@ fn build_dbs(dir: &Path) {
 }
 
 /// Every read and write path over damaged named, DUPSORT and DUPFIXED DBs.
-fn exercise_dbs(env: &Env) -> ferrocore::Result<()> {
+fn exercise_dbs(env: &Env) -> Errors {
+    let mut errors = Errors::new();
+    if let Err(e) = read_dbs(env, &mut errors) {
+        errors.push(("begin_read or cursor", e));
+    }
+    if let Err(e) = write_dbs(env, &mut errors) {
+        errors.push(("begin_write", e));
+    }
+    errors
+}
+
+/// Scans "dups" and "fixed" with the count and GET_MULTIPLE at every item, then SET,
+/// LAST_DUP, PREV_DUP and GET_BOTH_RANGE at every key; `check` of the snapshot.
+fn read_dbs(env: &Env, errors: &mut Errors) -> ferrocore::Result<()> {
     let txn = env.begin_read()?;
-    let mut errors = Vec::new();
     for name in ["dups", "fixed"] {
         let db = match txn.open_db(Some(name)) {
             Ok(db) => db,
             Err(e) => {
-                errors.push(e);
+                errors.push(("open_db", e));
                 continue;
             }
         };
@@ -343,47 +388,71 @@ fn exercise_dbs(env: &Env) -> ferrocore::Result<()> {
                 break;
             }
             if let Err(e) = c.count() {
-                errors.push(e);
+                errors.push(("count", e));
             }
-            let _ = c.get_multiple();
+            match (name, c.get_multiple()) {
+                // LMDB's answer outside DUPFIXED.
+                ("dups", Err(Error::Incompatible)) => {}
+                (_, Err(e)) => errors.push(("get_multiple", e)),
+                (_, Ok(_)) => {}
+            }
             r = c.next().map(|x| x.is_some());
         }
         if let Err(e) = r {
-            errors.push(e);
+            errors.push(("first/next", e));
         }
         for k in 0..40u32 {
-            let _ = c
-                .set(&k.to_be_bytes())
-                .map(|_| c.last_dup().map(|_| c.prev_dup()));
-            let _ = c.get_both_range(&k.to_be_bytes(), b"value-00300");
-        }
-    }
-    if let Err(e) = txn.check() {
-        errors.push(e);
-    }
-    drop(txn);
-    let mut w = env.begin_write()?;
-    if let Ok(db) = w.open_db(Some("dups"), 0) {
-        for k in 0..40u32 {
-            let r = if k % 2 == 0 {
-                w.put(db, &k.to_be_bytes(), b"value-new", 0)
-            } else {
-                w.delete_value(db, &k.to_be_bytes(), Some(b"value-00001"))
-                    .map(|_| ())
-            };
+            let key = k.to_be_bytes();
+            // LAST_DUP and PREV_DUP where SET found the key (elsewhere the cursor is not
+            // positioned, and says so).
+            let r = c.set(&key).and_then(|found| match found {
+                Some(_) => c.last_dup().and_then(|_| c.prev_dup()).map(|_| ()),
+                None => Ok(()),
+            });
             if let Err(e) = r {
-                errors.push(e);
-                break;
+                errors.push(("set/last_dup/prev_dup", e));
+            }
+            if let Err(e) = c.get_both_range(&key, b"value-00300") {
+                errors.push(("get_both_range", e));
             }
         }
     }
-    if let Err(e) = w.commit() {
-        errors.push(e);
+    if let Err(e) = txn.check() {
+        errors.push(("check", e));
     }
-    errors.into_iter().next().map_or(Ok(()), Err)
+    Ok(())
 }
 
-/// The same over named, DUPSORT and DUPFIXED DBs.
+/// Puts and deletes of pairs of "dups" in one write txn, committed unless one failed.
+fn write_dbs(env: &Env, errors: &mut Errors) -> ferrocore::Result<()> {
+    let mut w = env.begin_write()?;
+    let db = match w.open_db(Some("dups"), 0) {
+        Ok(db) => db,
+        Err(e) => {
+            errors.push(("open_db in the write txn", e));
+            return Ok(());
+        }
+    };
+    for k in 0..40u32 {
+        let r = if k % 2 == 0 {
+            w.put(db, &k.to_be_bytes(), b"value-new", 0)
+        } else {
+            w.delete_value(db, &k.to_be_bytes(), Some(b"value-00001"))
+                .map(|_| ())
+        };
+        if let Err(e) = r {
+            errors.push(("put/delete_value", e));
+            // A txn whose change failed can only be aborted.
+            return Ok(());
+        }
+    }
+    if let Err(e) = w.commit() {
+        errors.push(("commit", e));
+    }
+    Ok(())
+}
+
+/// The same over named, DUPSORT and DUPFIXED DBs: each error is corruption.
 #[test]
 fn random_damage_to_dupsort_dbs_never_panics() {
     assert!(
@@ -392,36 +461,54 @@ fn random_damage_to_dupsort_dbs_never_panics() {
     );
 }
 
-fn exercise(env: &Env) -> ferrocore::Result<()> {
-    let mut first_err = None;
-    let mut note = |r: ferrocore::Result<()>| {
-        if let Err(e) = r {
-            first_err.get_or_insert(e);
-        }
-    };
-    {
-        let txn = env.begin_read()?;
-        for i in (0..4000).step_by(7) {
-            note(txn.get(MAIN, &key(i)).map(|_| ()));
-        }
-        note(txn.check().map(|_| ()));
-        let mut c = txn.cursor(MAIN)?;
-        let mut r = c.first().map(|x| x.is_some());
-        let mut steps = 0;
-        while let Ok(true) = r {
-            steps += 1;
-            if steps > 10_000 {
-                break;
-            }
-            r = c.next().map(|x| x.is_some());
-        }
-        note(r.map(|_| ()));
-        let mut r = c.last().map(|x| x.is_some());
-        while let Ok(true) = r {
-            r = c.prev().map(|x| x.is_some());
-        }
-        note(r.map(|_| ()));
+/// Every read and write path over the damaged plain DB of [`build`].
+fn exercise(env: &Env) -> Errors {
+    let mut errors = Errors::new();
+    if let Err(e) = read_main(env, &mut errors) {
+        errors.push(("begin_read or cursor", e));
     }
+    if let Err(e) = write_main(env, &mut errors) {
+        errors.push(("begin_write", e));
+    }
+    errors
+}
+
+/// `get` of every 7th key, `check`, and scans both ways.
+fn read_main(env: &Env, errors: &mut Errors) -> ferrocore::Result<()> {
+    let txn = env.begin_read()?;
+    for i in (0..4000).step_by(7) {
+        if let Err(e) = txn.get(MAIN, &key(i)) {
+            errors.push(("get", e));
+        }
+    }
+    if let Err(e) = txn.check() {
+        errors.push(("check", e));
+    }
+    let mut c = txn.cursor(MAIN)?;
+    let mut r = c.first().map(|x| x.is_some());
+    let mut steps = 0;
+    while let Ok(true) = r {
+        steps += 1;
+        if steps > 10_000 {
+            break;
+        }
+        r = c.next().map(|x| x.is_some());
+    }
+    if let Err(e) = r {
+        errors.push(("first/next", e));
+    }
+    let mut r = c.last().map(|x| x.is_some());
+    while let Ok(true) = r {
+        r = c.prev().map(|x| x.is_some());
+    }
+    if let Err(e) = r {
+        errors.push(("last/prev", e));
+    }
+    Ok(())
+}
+
+/// Overwrites and deletes of every 3rd key in one write txn, committed unless one failed.
+fn write_main(env: &Env, errors: &mut Errors) -> ferrocore::Result<()> {
     let mut txn = env.begin_write()?;
     for i in (0..4000).step_by(3) {
         let r = if i % 2 == 0 {
@@ -429,14 +516,14 @@ fn exercise(env: &Env) -> ferrocore::Result<()> {
         } else {
             txn.delete(MAIN, &key(i)).map(|_| ())
         };
-        if r.is_err() {
-            note(r);
-            break;
+        if let Err(e) = r {
+            errors.push(("put/delete", e));
+            // A txn whose change failed can only be aborted.
+            return Ok(());
         }
     }
-    note(txn.commit());
-    match first_err {
-        Some(e) => Err(e),
-        None => Ok(()),
+    if let Err(e) = txn.commit() {
+        errors.push(("commit", e));
     }
+    Ok(())
 }

@@ -14,16 +14,14 @@ use std::time::Duration;
 
 use ferrocore::{env_flags, Database, Env, EnvOptions};
 
+mod common;
+use common::try_open_env;
+
 const ROLE: &str = "FERROCORE_TEST_ROLE";
 const DIR: &str = "FERROCORE_TEST_DIR";
 
-fn open_with(dir: &Path, opts: &EnvOptions) -> ferrocore::Result<Env> {
-    // SAFETY: only ferrocore (this process and its children) touches these files.
-    unsafe { opts.open(dir) }
-}
-
 fn open(dir: &Path) -> Env {
-    open_with(dir, EnvOptions::new().max_dbs(4).flags(env_flags::NO_SYNC)).unwrap()
+    try_open_env(dir, EnvOptions::new().max_dbs(4).flags(env_flags::NO_SYNC)).unwrap()
 }
 
 fn put(env: &Env, key: &[u8], value: &[u8]) {
@@ -188,11 +186,11 @@ fn no_operation_of_a_second_handle_drops_the_first_handles_locks() {
         );
     }
     // A second open that fails after finding the lock file (its map cannot be reserved).
-    let failed = open_with(dir.path(), EnvOptions::new().map_size(1 << 62));
+    let failed = try_open_env(dir.path(), EnvOptions::new().map_size(1 << 62));
     assert!(failed.is_err(), "a 4 EiB map was reserved");
     assert_locks_held(dir.path(), "a failed second open");
     // Read-only and NO_LOCK opens of the same environment.
-    drop(open_with(dir.path(), EnvOptions::new().flags(env_flags::READ_ONLY)).unwrap());
+    drop(try_open_env(dir.path(), EnvOptions::new().flags(env_flags::READ_ONLY)).unwrap());
     assert_locks_held(dir.path(), "a read-only second open");
 
     // Another process now opens the environment and commits. Had this process lost its
@@ -227,14 +225,14 @@ fn second_open_keeps_its_own_handles_and_options() {
         .unwrap();
     txn.put(db, b"a", b"1", 0).unwrap();
     txn.commit().unwrap();
-    let second = open_with(dir.path(), EnvOptions::new().max_dbs(4)).unwrap();
+    let second = try_open_env(dir.path(), EnvOptions::new().max_dbs(4)).unwrap();
     assert_eq!(second.flags() & env_flags::NO_SYNC, 0);
     assert_ne!(first.flags() & env_flags::NO_SYNC, 0);
     let txn = second.begin_read().unwrap();
     let db2 = txn.open_db(Some("named")).unwrap();
     assert_eq!(txn.get(db2, b"a").unwrap(), Some(&b"1"[..]));
     drop(txn);
-    let private = open_with(dir.path(), EnvOptions::new().flags(env_flags::NO_LOCK)).unwrap();
+    let private = try_open_env(dir.path(), EnvOptions::new().flags(env_flags::NO_LOCK)).unwrap();
     assert_eq!(get(&private, b"x"), None);
     drop(private);
     assert_locks_held(dir.path(), "closing a NO_LOCK open");

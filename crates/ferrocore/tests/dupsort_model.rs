@@ -10,6 +10,9 @@ use ferrocore::{db_flags, env_flags, put_flags, Database, EnvOptions, Error, Wri
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 
+mod common;
+use common::{Rng, TempEnv};
+
 type Model = BTreeMap<Vec<u8>, BTreeSet<Vec<u8>>>;
 
 #[derive(Clone, Debug)]
@@ -199,15 +202,7 @@ fn value_bytes(v: u16, fixed: bool) -> Vec<u8> {
             .to_vec();
     }
     let len = 1 + (v as usize * 7) % 60 + if v.is_multiple_of(50) { 400 } else { 0 };
-    let mut out = Vec::with_capacity(len);
-    let mut x = (v as u32).wrapping_mul(2_654_435_761) | 1;
-    while out.len() < len {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        out.push((x >> 24) as u8);
-    }
-    out
+    Rng(u64::from(v)).bytes(len)
 }
 
 fn approach() -> impl Strategy<Value = Approach> {
@@ -275,17 +270,13 @@ fn check_scan(txn: &WriteTxn<'_>, db: Database, model: &Model, backward: bool) {
 /// Runs `ops`; returns the largest node a value set seen by `WalkDups` would need as a
 /// sub-page (so tests can tell that sub-DBs were exercised).
 fn run(ops: &[Op], fixed: bool) -> u64 {
-    let dir = tempfile::tempdir().unwrap();
-    // SAFETY: the test owns the directory.
-    let env = unsafe {
+    let env = TempEnv::new(
+        // Strict mode: every commit is followed by a full check.
         EnvOptions::new()
-            // Strict mode: every commit is followed by a full check.
             .strict(true)
             .max_dbs(2)
-            .flags(env_flags::NO_SYNC)
-            .open(dir.path())
-            .unwrap()
-    };
+            .flags(env_flags::NO_SYNC),
+    );
     let db = {
         let mut txn = env.begin_write().unwrap();
         let flags = if fixed {

@@ -7,21 +7,20 @@ use std::time::Duration;
 
 use ferrocore::{env_flags, put_flags, Database, Env, EnvOptions, Error};
 
+mod common;
+use common::{open_env, try_open_env, TempEnv};
+
 const MAIN: Database = Database::MAIN;
 
-fn open(dir: &Path) -> Env {
-    // SAFETY: the test owns the directory.
-    unsafe {
-        EnvOptions::new()
-            .flags(env_flags::NO_SYNC)
-            .open(dir)
-            .unwrap()
-    }
+/// Unsynced commits.
+fn env_options() -> EnvOptions {
+    let mut opts = EnvOptions::new();
+    opts.flags(env_flags::NO_SYNC);
+    opts
 }
 
-fn open_with(dir: &Path, opts: &EnvOptions) -> ferrocore::Result<Env> {
-    // SAFETY: the test owns the directory.
-    unsafe { opts.open(dir) }
+fn open(dir: &Path) -> Env {
+    open_env(dir, &env_options())
 }
 
 fn key(i: u64) -> [u8; 16] {
@@ -91,8 +90,7 @@ fn overwrite_workload_reuses_space() {
 
 #[test]
 fn large_values_round_trip() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path());
+    let env = TempEnv::new(&env_options());
     let sizes = [2022usize, 2023, 4080, 4081, 100_000, 1 << 20, 10 << 20];
     let big = |n: usize, s: u8| {
         (0..n)
@@ -133,8 +131,7 @@ fn large_values_round_trip() {
 
 #[test]
 fn key_size_limits_match_lmdb() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path());
+    let env = TempEnv::new(&env_options());
     assert_eq!(env.max_key_size(), 511);
     let mut txn = env.begin_write().unwrap();
     txn.put(MAIN, &[1u8; 511], b"max", 0).unwrap();
@@ -170,7 +167,7 @@ fn key_size_limits_match_lmdb() {
 #[test]
 fn long_keys_are_opt_in() {
     let dir = tempfile::tempdir().unwrap();
-    let env = open_with(
+    let env = try_open_env(
         dir.path(),
         EnvOptions::new().long_keys(true).flags(env_flags::NO_SYNC),
     )
@@ -230,8 +227,7 @@ fn aborted_txn_leaves_nothing_behind() {
 
 #[test]
 fn readers_keep_their_snapshot_and_pin_its_pages() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path());
+    let env = TempEnv::new(&env_options());
     let mut txn = env.begin_write().unwrap();
     for i in 0..2000 {
         txn.put(MAIN, &key(i), b"old", 0).unwrap();
@@ -292,7 +288,7 @@ fn one_writer_at_a_time() {
 #[test]
 fn explicit_map_size_is_a_limit() {
     let dir = tempfile::tempdir().unwrap();
-    let env = open_with(
+    let env = try_open_env(
         dir.path(),
         EnvOptions::new()
             .map_size(1 << 20)
@@ -328,8 +324,7 @@ fn explicit_map_size_is_a_limit() {
 
 #[test]
 fn map_grows_on_demand_without_a_size() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path());
+    let env = TempEnv::new(&env_options());
     let mut txn = env.begin_write().unwrap();
     for i in 0..40_000 {
         txn.put(MAIN, &key(i), &[9u8; 100], 0).unwrap();
@@ -347,8 +342,7 @@ fn map_grows_on_demand_without_a_size() {
 
 #[test]
 fn failed_put_poisons_only_on_real_errors() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path());
+    let env = TempEnv::new(&env_options());
     let mut txn = env.begin_write().unwrap();
     txn.put(MAIN, b"a", b"1", 0).unwrap();
     assert!(matches!(
@@ -372,8 +366,7 @@ fn failed_put_poisons_only_on_real_errors() {
 
 #[test]
 fn append_builds_full_pages() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path());
+    let env = TempEnv::new(&env_options());
     let mut txn = env.begin_write().unwrap();
     for i in 0..20_000u64 {
         let mut k = [0u8; 16];
@@ -389,8 +382,7 @@ fn append_builds_full_pages() {
 
 #[test]
 fn cursor_walks_and_positions() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path());
+    let env = TempEnv::new(&env_options());
     let mut txn = env.begin_write().unwrap();
     for i in (0..1000u32).map(|i| i * 2) {
         txn.put(MAIN, &i.to_be_bytes(), &i.to_le_bytes(), 0)
@@ -432,8 +424,7 @@ fn cursor_walks_and_positions() {
 
 #[test]
 fn write_cursor_put_and_delete() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path());
+    let env = TempEnv::new(&env_options());
     let mut txn = env.begin_write().unwrap();
     {
         let mut c = txn.cursor_mut(MAIN).unwrap();
@@ -478,7 +469,7 @@ fn nosubdir_and_page_sizes() {
             .page_size(ps)
             .clone();
         {
-            let env = open_with(&file, &opts).unwrap();
+            let env = try_open_env(&file, &opts).unwrap();
             let mut txn = env.begin_write().unwrap();
             for i in 0..3000 {
                 txn.put(MAIN, &key(i), &vec![1u8; 700], 0).unwrap();
@@ -487,7 +478,7 @@ fn nosubdir_and_page_sizes() {
         }
         assert!(dir.path().join("single.db-lock").exists());
         // The file's page size wins over the option on reopen.
-        let env = open_with(
+        let env = try_open_env(
             &file,
             EnvOptions::new()
                 .flags(env_flags::NO_SUB_DIR)
@@ -500,11 +491,11 @@ fn nosubdir_and_page_sizes() {
     }
     let dir = tempfile::tempdir().unwrap();
     assert!(matches!(
-        open_with(dir.path(), EnvOptions::new().page_size(65536)),
+        try_open_env(dir.path(), EnvOptions::new().page_size(65536)),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        open_with(dir.path(), EnvOptions::new().page_size(5000)),
+        try_open_env(dir.path(), EnvOptions::new().page_size(5000)),
         Err(Error::InvalidArgument(_))
     ));
 }
@@ -518,7 +509,7 @@ fn read_only_environment() {
         txn.put(MAIN, b"k", b"v", 0).unwrap();
         txn.commit().unwrap();
     }
-    let env = open_with(dir.path(), EnvOptions::new().flags(env_flags::READ_ONLY)).unwrap();
+    let env = try_open_env(dir.path(), EnvOptions::new().flags(env_flags::READ_ONLY)).unwrap();
     assert_eq!(
         env.begin_read().unwrap().get(MAIN, b"k").unwrap(),
         Some(&b"v"[..])
@@ -529,7 +520,7 @@ fn read_only_environment() {
         .expect("a read-only env refuses writers");
     assert_eq!(err.lmdb_code(), libc_eacces());
     assert!(matches!(
-        open_with(dir.path(), EnvOptions::new().flags(0x8000_0000)),
+        try_open_env(dir.path(), EnvOptions::new().flags(0x8000_0000)),
         Err(Error::InvalidArgument(_))
     ));
 }
@@ -611,8 +602,7 @@ fn the_snapshot_before_the_last_commit_is_never_overwritten() {
 /// freed pages its snapshot keeps from being reused.
 #[test]
 fn info_reports_a_long_lived_reader() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path());
+    let env = TempEnv::new(&env_options());
     let mut txn = env.begin_write().unwrap();
     for i in 0..2000 {
         txn.put(Database::MAIN, &key(i), &[1u8; 100], 0).unwrap();

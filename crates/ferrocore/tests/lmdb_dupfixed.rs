@@ -10,6 +10,7 @@ use ferrocore::{db_flags, Database, EnvOptions, Error};
 
 mod common;
 use common::lmdb::{copy_out, empty_val, ffi, val};
+use common::open_env;
 
 fn ok(rc: i32, what: &str) {
     assert_eq!(rc, 0, "LMDB {what}: {rc}");
@@ -65,8 +66,7 @@ fn lmdb_write(dir: &std::path::Path, name: &str, flags: u32, size: usize) -> Mod
 }
 
 fn check_ferrocore(dir: &std::path::Path, name: &str, model: &Model, integer: bool) {
-    // SAFETY: the test owns the directory; LMDB has closed it.
-    let env = unsafe { EnvOptions::new().max_dbs(4).open(dir).unwrap() };
+    let env = open_env(dir, EnvOptions::new().max_dbs(4));
     let txn = env.begin_read().unwrap();
     let db = txn.open_db(Some(name)).unwrap();
     let order = |v: &[u8]| -> Vec<u8> {
@@ -116,8 +116,7 @@ fn ferrocore_write_lmdb_read(flags: u16, size: usize) {
     let dir = tempfile::tempdir().unwrap();
     let mut model = Model::new();
     {
-        // SAFETY: the test owns the directory.
-        let env = unsafe { EnvOptions::new().max_dbs(4).open(dir.path()).unwrap() };
+        let env = open_env(dir.path(), EnvOptions::new().max_dbs(4));
         let mut txn = env.begin_write().unwrap();
         let db = txn
             .open_db(

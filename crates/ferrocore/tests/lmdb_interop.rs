@@ -18,8 +18,8 @@ use ferrocore::{Database, Env, EnvOptions, Stat};
 
 mod common;
 use common::{
-    decode_hex_line, hex_prefix, lmdb, lmdb_utils_available, stat_tuple_fc, stat_tuple_lm, Rng,
-    LMDB_MAP_SIZE,
+    decode_hex_line, hex_prefix, lmdb, lmdb_utils_available, open_env, stat_tuple_fc,
+    stat_tuple_lm, Rng, LMDB_MAP_SIZE,
 };
 
 // ---------------------------------------------------------------------------------------
@@ -243,8 +243,7 @@ fn assert_stat_eq(ctx: &str, lm: &lmdb_master_sys::MDB_stat, fc: &Stat) {
 // ----- ferrocore side -----
 
 fn fc_open(path: &Path) -> Env {
-    // SAFETY: only this test touches the directory, and LMDB has it closed.
-    unsafe { Env::open(path) }.expect("ferrocore open")
+    open_env(path, &EnvOptions::new())
 }
 
 fn fc_scan_db(env: &Env, db: Database) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -940,8 +939,7 @@ fn page_size_8192_round_trip() {
     };
 
     let (fc_stat, report) = {
-        // SAFETY: only this test touches the directory.
-        let env = unsafe { EnvOptions::new().page_size(8192).open(path) }.expect("open 8K env");
+        let env = open_env(path, EnvOptions::new().page_size(8192));
         assert_eq!(env.page_size(), 8192);
         for _ in 0..3 {
             let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 800, 100, 100);
@@ -1022,9 +1020,7 @@ fn same_puts_same_overflow_pages() {
         for writer in ["ferrocore", "LMDB"] {
             let dir = tempfile::tempdir().expect("tempdir");
             // ferrocore creates the file (LMDB only creates OS-page-size files).
-            // SAFETY: only this test touches the directory.
-            let env = unsafe { EnvOptions::new().page_size(page_size).open(dir.path()) }
-                .expect("create env");
+            let env = open_env(dir.path(), EnvOptions::new().page_size(page_size));
             if writer == "ferrocore" {
                 fc_apply(&env, &ops);
                 drop(env);

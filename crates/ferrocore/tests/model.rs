@@ -9,6 +9,9 @@ use ferrocore::{put_flags, Database, Env, EnvOptions, Error, ReadTxn, WriteTxn};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 
+mod common;
+use common::{open_env, Rng};
+
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 #[derive(Clone, Debug)]
@@ -54,15 +57,7 @@ fn key_bytes(id: u16) -> Vec<u8> {
         5 => 100 + (id as usize % 200),
         _ => 400 + (id as usize % 112),
     };
-    let mut k = Vec::with_capacity(len);
-    let mut x = (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) + 1;
-    while k.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        k.push((x >> 24) as u8);
-    }
-    k
+    Rng(u64::from(id)).bytes(len)
 }
 
 fn value_bytes(seed: u64, len: usize) -> Vec<u8> {
@@ -99,15 +94,13 @@ fn op(keys: u16) -> impl Strategy<Value = Op> {
 }
 
 fn open(dir: &std::path::Path) -> Env {
-    // SAFETY: the test owns the directory; nothing else touches the files.
-    unsafe {
+    // Strict mode: every commit is followed by a full check.
+    open_env(
+        dir,
         EnvOptions::new()
-            // Strict mode: every commit is followed by a full check.
             .strict(true)
-            .flags(ferrocore::env_flags::NO_SYNC)
-            .open(dir)
-            .expect("open env")
-    }
+            .flags(ferrocore::env_flags::NO_SYNC),
+    )
 }
 
 fn assert_scan_read(txn: &ReadTxn<'_>, model: &Model) {

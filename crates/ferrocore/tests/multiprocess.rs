@@ -9,18 +9,14 @@ use std::time::{Duration, Instant};
 
 use ferrocore::{db_flags, env_flags, Database, Env, EnvOptions};
 
+mod common;
+use common::{open_env, try_open_env};
+
 const ROLE: &str = "FERROCORE_TEST_ROLE";
 const DIR: &str = "FERROCORE_TEST_DIR";
 
 fn open(dir: &Path) -> Env {
-    // SAFETY: only ferrocore (in this and the child processes) touches these files.
-    unsafe {
-        EnvOptions::new()
-            .max_dbs(4)
-            .flags(env_flags::NO_SYNC)
-            .open(dir)
-            .unwrap()
-    }
+    open_env(dir, EnvOptions::new().max_dbs(4).flags(env_flags::NO_SYNC))
 }
 
 fn spawn(role: &str, dir: &Path, extra: &[(&str, &str)]) -> Child {
@@ -66,9 +62,8 @@ fn opens_key(i: u64) -> [u8; 8] {
     i.to_be_bytes()
 }
 
-fn unsafe_open(dir: &Path) -> ferrocore::Result<Env> {
-    // SAFETY: only ferrocore processes touch these files.
-    unsafe { EnvOptions::new().flags(env_flags::NO_SYNC).open(dir) }
+fn try_open(dir: &Path) -> ferrocore::Result<Env> {
+    try_open_env(dir, EnvOptions::new().flags(env_flags::NO_SYNC))
 }
 
 /// Several processes open an environment nobody has open, at the same moment, again and
@@ -167,8 +162,7 @@ fn child_process_entry() {
                 assert_eq!(libc::setuid(65534), 0);
             }
         }
-        // SAFETY: nothing modifies the environment while this child reads it.
-        let env = unsafe { EnvOptions::new().flags(env_flags::READ_ONLY).open(&dir) }
+        let env = try_open_env(&dir, EnvOptions::new().flags(env_flags::READ_ONLY))
             .expect("a read-only environment on read-only files opens");
         let txn = env.begin_read().unwrap();
         assert_eq!(read_u64(&txn, Database::MAIN, b"counter"), 7);
@@ -221,7 +215,7 @@ fn child_process_entry() {
             }
             let rounds: u64 = std::env::var("TIMES").unwrap().parse().unwrap();
             for round in 0..rounds {
-                let env = match unsafe_open(&dir) {
+                let env = match try_open(&dir) {
                     Ok(env) => env,
                     Err(e) => panic!("open {round} failed: {e}"),
                 };
@@ -474,7 +468,7 @@ fn a_forked_child_must_open_the_environment_again() {
                 return 2;
             }
             drop(reader); // must not give back the parent's reader slot
-            let again = match unsafe { EnvOptions::new().open(dir.path()) } {
+            let again = match try_open_env(dir.path(), &EnvOptions::new()) {
                 Ok(e) => e,
                 Err(_) => return 3,
             };

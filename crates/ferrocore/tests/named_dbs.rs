@@ -2,17 +2,19 @@
 
 use ferrocore::{db_flags, env_flags, Database, Env, EnvOptions, Error};
 
+mod common;
+use common::{open_env, TempEnv};
+
+/// Room for `max_dbs` named DBs, unsynced commits.
+fn env_options(max_dbs: u32) -> EnvOptions {
+    let mut opts = EnvOptions::new();
+    // Strict mode: every commit is followed by a full check.
+    opts.strict(true).max_dbs(max_dbs).flags(env_flags::NO_SYNC);
+    opts
+}
+
 fn open(dir: &std::path::Path, max_dbs: u32) -> Env {
-    // SAFETY: the test owns the directory.
-    unsafe {
-        EnvOptions::new()
-            // Strict mode: every commit is followed by a full check.
-            .strict(true)
-            .max_dbs(max_dbs)
-            .flags(env_flags::NO_SYNC)
-            .open(dir)
-            .unwrap()
-    }
+    open_env(dir, &env_options(max_dbs))
 }
 
 const CREATE: u32 = db_flags::CREATE;
@@ -90,8 +92,7 @@ fn named_dbs_persist_with_their_key_order() {
 
 #[test]
 fn bad_inputs_give_lmdb_errors() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path(), 2);
+    let env = TempEnv::new(&env_options(2));
     let mut txn = env.begin_write().unwrap();
     assert!(matches!(
         txn.open_db(Some("missing"), 0),
@@ -139,8 +140,7 @@ fn bad_inputs_give_lmdb_errors() {
 
 #[test]
 fn handles_are_valid_in_every_txn() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path(), 4);
+    let env = TempEnv::new(&env_options(4));
     let old_reader = env.begin_read().unwrap();
     let mut txn = env.begin_write().unwrap();
     let db = txn.open_db(Some("late"), CREATE).unwrap();
@@ -182,8 +182,7 @@ fn handles_are_valid_in_every_txn() {
 
 #[test]
 fn write_cursor_on_a_named_db() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path(), 1);
+    let env = TempEnv::new(&env_options(1));
     let mut txn = env.begin_write().unwrap();
     let db = txn
         .open_db(Some("ints"), CREATE | db_flags::INTEGER_KEY as u32)
@@ -209,8 +208,7 @@ fn by_length_then_bytes(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
 
 #[test]
 fn custom_comparators_order_keys_and_values() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path(), 4);
+    let env = TempEnv::new(&env_options(4));
     let mut txn = env.begin_write().unwrap();
     let keys = txn.open_db(Some("bylen"), CREATE).unwrap();
     let dups = txn
@@ -263,8 +261,7 @@ fn custom_comparators_order_keys_and_values() {
 
 #[test]
 fn drop_empties_or_deletes_and_close_invalidates() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path(), 4);
+    let env = TempEnv::new(&env_options(4));
     let mut txn = env.begin_write().unwrap();
     let a = txn.open_db(Some("a"), CREATE).unwrap();
     let d = txn
@@ -398,8 +395,7 @@ fn every_snapshot_sees_its_own_version_of_a_named_db() {
 /// names now, never the record it cached for the DB it named before.
 #[test]
 fn a_reused_handle_reads_its_new_db_in_the_same_txn() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path(), 4);
+    let env = TempEnv::new(&env_options(4));
     let mut txn = env.begin_write().unwrap();
     let a = txn
         .open_db(Some("a"), CREATE | db_flags::DUP_SORT as u32)

@@ -7,6 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use ferrocore::{db_flags, env_flags, Database, EnvOptions, WriteTxn};
 use proptest::prelude::*;
 
+mod common;
+use common::TempEnv;
+
 /// Model: (db index, key) -> sorted values (one value for plain DBs).
 type Model = BTreeMap<(usize, Vec<u8>), BTreeSet<Vec<u8>>>;
 
@@ -123,17 +126,13 @@ fn level(
 }
 
 fn run(ops: &[Op]) {
-    let dir = tempfile::tempdir().unwrap();
-    // SAFETY: the test owns the directory.
-    let env = unsafe {
+    let env = TempEnv::new(
+        // Strict mode: every commit is followed by a full check.
         EnvOptions::new()
-            // Strict mode: every commit is followed by a full check.
             .strict(true)
             .max_dbs(4)
-            .flags(env_flags::NO_SYNC)
-            .open(dir.path())
-            .unwrap()
-    };
+            .flags(env_flags::NO_SYNC),
+    );
     let mut txn = env.begin_write().unwrap();
     let dbs = [
         Database::MAIN,

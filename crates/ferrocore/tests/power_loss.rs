@@ -16,7 +16,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use common::Rng;
+use common::{open_env, try_open_env, Rng};
 use ferrocore::fault::{CallKind, Cut, FaultInjector};
 use ferrocore::{db_flags, env_flags, Database, Env, EnvOptions, Result};
 
@@ -85,8 +85,7 @@ fn open_with(dir: &std::path::Path, flags: u32, injector: Option<&FaultInjector>
         let inj = inj.clone();
         opts.data_file(move |f| inj.wrap(f));
     }
-    // SAFETY: the test owns the directory; nothing else touches its files.
-    unsafe { opts.open(dir) }.expect("open")
+    open_env(dir, &opts)
 }
 
 fn value(rng: &mut Rng, big: bool) -> Vec<u8> {
@@ -210,8 +209,7 @@ fn open_image(bytes: &[u8]) -> Result<(State, Result<()>)> {
     std::fs::write(dir.path().join("data.mdb"), bytes).unwrap();
     let mut opts = EnvOptions::new();
     opts.max_dbs(4);
-    // SAFETY: the test owns the directory.
-    let env = unsafe { opts.open(dir.path()) }?;
+    let env = try_open_env(dir.path(), &opts)?;
     let state = read_state(&env)?;
     let checked = env.check().map(|_| ());
     Ok((state, checked))

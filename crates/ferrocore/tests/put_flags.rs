@@ -1,25 +1,23 @@
 //! Put flags beyond the basics: RESERVE, CURRENT, APPEND/APPENDDUP on DUPSORT, and the
 //! errors LMDB gives for the rest.
 
-use ferrocore::{db_flags, env_flags, put_flags, Database, Env, EnvOptions, Error};
+use ferrocore::{db_flags, env_flags, put_flags, Database, EnvOptions, Error};
 
-fn open(dir: &std::path::Path) -> Env {
-    // SAFETY: the test owns the directory.
-    unsafe {
-        EnvOptions::new()
-            .max_dbs(4)
-            .flags(env_flags::NO_SYNC)
-            .open(dir)
-            .unwrap()
-    }
+mod common;
+use common::TempEnv;
+
+/// Room for a few named DBs, unsynced commits.
+fn env_options() -> EnvOptions {
+    let mut opts = EnvOptions::new();
+    opts.max_dbs(4).flags(env_flags::NO_SYNC);
+    opts
 }
 
 const MAIN: Database = Database::MAIN;
 
 #[test]
 fn reserve_hands_back_the_value_to_fill() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path());
+    let env = TempEnv::new(&env_options());
     let mut txn = env.begin_write().unwrap();
     for (key, len) in [(&b"small"[..], 100usize), (b"big", 50_000), (b"empty", 0)] {
         let slot = txn.put_reserve(MAIN, key, len, 0).unwrap();
@@ -57,8 +55,7 @@ fn reserve_hands_back_the_value_to_fill() {
 
 #[test]
 fn current_replaces_the_item_at_the_cursor() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path());
+    let env = TempEnv::new(&env_options());
     let mut txn = env.begin_write().unwrap();
     let dups = txn
         .open_db(Some("d"), db_flags::CREATE | db_flags::DUP_SORT as u32)
@@ -93,8 +90,7 @@ fn current_replaces_the_item_at_the_cursor() {
 
 #[test]
 fn append_and_appenddup_on_dupsort() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path());
+    let env = TempEnv::new(&env_options());
     let mut txn = env.begin_write().unwrap();
     let dups = txn
         .open_db(Some("d"), db_flags::CREATE | db_flags::DUP_SORT as u32)
@@ -127,8 +123,7 @@ fn append_and_appenddup_on_dupsort() {
 
 #[test]
 fn duplicate_sizes_and_unsupported_flags() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path());
+    let env = TempEnv::new(&env_options());
     let mut txn = env.begin_write().unwrap();
     let dups = txn
         .open_db(Some("d"), db_flags::CREATE | db_flags::DUP_SORT as u32)

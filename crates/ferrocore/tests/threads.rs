@@ -3,7 +3,10 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use ferrocore::{Database, Env};
+use ferrocore::{Database, Env, EnvOptions};
+
+mod common;
+use common::{Rng, TempEnv};
 
 const ACCOUNTS: u64 = 64;
 const TOTAL: u64 = ACCOUNTS * 1_000;
@@ -21,9 +24,7 @@ fn balance(txn: &ferrocore::ReadTxn<'_>, i: u64) -> u64 {
 /// thread, must add up (and its cursor scan must agree with its point reads).
 #[test]
 fn readers_on_many_threads_never_see_a_torn_view() {
-    let dir = tempfile::tempdir().unwrap();
-    // SAFETY: nothing else touches this fresh environment's files.
-    let env = Arc::new(unsafe { Env::open(dir.path()) }.unwrap());
+    let env = Arc::new(TempEnv::new(&EnvOptions::new()));
     let mut txn = env.begin_write().unwrap();
     for i in 0..ACCOUNTS {
         txn.put(Database::MAIN, &account(i), &1_000u64.to_le_bytes(), 0)
@@ -56,12 +57,10 @@ fn readers_on_many_threads_never_see_a_torn_view() {
         .collect();
 
     // The writer: 500 transfers, each its own txn.
-    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rng = Rng(0x7EAD_0001);
     for _ in 0..500 {
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        let (from, to) = ((seed >> 33) % ACCOUNTS, (seed >> 13) % ACCOUNTS);
+        let (from, to) = (rng.below(ACCOUNTS as usize), rng.below(ACCOUNTS as usize));
+        let (from, to) = (from as u64, to as u64);
         let mut txn = env.begin_write().unwrap();
         let get = |txn: &ferrocore::WriteTxn<'_>, i| {
             u64::from_le_bytes(
@@ -72,7 +71,7 @@ fn readers_on_many_threads_never_see_a_torn_view() {
                     .unwrap(),
             )
         };
-        let amount = get(&txn, from).min(seed % 100);
+        let amount = get(&txn, from).min(rng.below(100) as u64);
         let (a, b) = (get(&txn, from) - amount, get(&txn, to) + amount);
         txn.put(Database::MAIN, &account(from), &a.to_le_bytes(), 0)
             .unwrap();
@@ -101,9 +100,7 @@ fn read_txns_move_between_threads() {
     assert_sync::<Env>();
     assert_send::<Env>();
 
-    let dir = tempfile::tempdir().unwrap();
-    // SAFETY: nothing else touches this fresh environment's files.
-    let env = unsafe { Env::open(dir.path()) }.unwrap();
+    let env = TempEnv::new(&EnvOptions::new());
     let mut txn = env.begin_write().unwrap();
     txn.put(Database::MAIN, b"k", b"v", 0).unwrap();
     txn.commit().unwrap();

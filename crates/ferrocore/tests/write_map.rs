@@ -5,16 +5,20 @@
 
 mod common;
 
+use common::{open_env, TempEnv};
 use ferrocore::{env_flags, Database, Env, EnvOptions, Error};
 
-fn open(dir: &std::path::Path, flags: u32, map_size: Option<u64>) -> Env {
+fn env_options(flags: u32, map_size: Option<u64>) -> EnvOptions {
     let mut opts = EnvOptions::new();
     opts.flags(flags);
     if let Some(size) = map_size {
         opts.map_size(size);
     }
-    // SAFETY: the test owns the directory; nothing else touches its files.
-    unsafe { opts.open(dir) }.expect("open")
+    opts
+}
+
+fn open(dir: &std::path::Path, flags: u32, map_size: Option<u64>) -> Env {
+    open_env(dir, &env_options(flags, map_size))
 }
 
 fn key(i: u32) -> Vec<u8> {
@@ -44,9 +48,8 @@ fn file_len(dir: &std::path::Path) -> u64 {
 
 #[test]
 fn write_map_gives_the_same_data_and_the_same_tree_as_pwrite() {
-    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let with = open(a.path(), env_flags::WRITE_MAP, None);
-    let without = open(b.path(), 0, None);
+    let with = TempEnv::new(&env_options(env_flags::WRITE_MAP, None));
+    let without = TempEnv::new(&env_options(0, None));
     assert_ne!(with.flags() & env_flags::WRITE_MAP, 0);
     for round in 0..6 {
         fill(&with, round, 3000);
@@ -75,8 +78,7 @@ fn write_map_gives_the_same_data_and_the_same_tree_as_pwrite() {
 /// key in place in the map, commit after commit.
 #[test]
 fn readers_keep_their_snapshot_while_the_writer_writes_in_the_map() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path(), env_flags::WRITE_MAP, None);
+    let env = TempEnv::new(&env_options(env_flags::WRITE_MAP, None));
     fill(&env, 0, 2000);
     let reader = env.begin_read().unwrap();
     let before: Vec<(&[u8], &[u8])> = {
@@ -109,8 +111,7 @@ fn readers_keep_their_snapshot_while_the_writer_writes_in_the_map() {
 
 #[test]
 fn an_aborted_write_map_txn_leaves_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path(), env_flags::WRITE_MAP, None);
+    let env = TempEnv::new(&env_options(env_flags::WRITE_MAP, None));
     fill(&env, 0, 1000);
     let info = env.info().unwrap();
     let mut txn = env.begin_write().unwrap();
@@ -133,8 +134,7 @@ fn an_aborted_write_map_txn_leaves_nothing() {
 /// in place, with no copy to go back to).
 #[test]
 fn nested_txns_are_refused_under_write_map() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path(), env_flags::WRITE_MAP, None);
+    let env = TempEnv::new(&env_options(env_flags::WRITE_MAP, None));
     let mut txn = env.begin_write().unwrap();
     txn.put(Database::MAIN, b"k", b"v", 0).unwrap();
     assert!(matches!(txn.begin_nested(), Err(Error::BadTxn)));
@@ -145,19 +145,17 @@ fn nested_txns_are_refused_under_write_map() {
 /// it; growing on demand, the file grows in steps as pages are allocated.
 #[test]
 fn file_length_follows_lmdb_with_a_map_size_and_the_data_without() {
-    let dir = tempfile::tempdir().unwrap();
     let size = 64u64 << 20;
-    let env = open(dir.path(), env_flags::WRITE_MAP, Some(size));
-    assert_eq!(file_len(dir.path()), size);
+    let env = TempEnv::new(&env_options(env_flags::WRITE_MAP, Some(size)));
+    assert_eq!(file_len(env.dir()), size);
     fill(&env, 0, 1000);
-    assert_eq!(file_len(dir.path()), size);
+    assert_eq!(file_len(env.dir()), size);
     drop(env);
 
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path(), env_flags::WRITE_MAP, None);
+    let env = TempEnv::new(&env_options(env_flags::WRITE_MAP, None));
     fill(&env, 0, 20_000);
     let used = (env.info().unwrap().last_pgno + 1) * 4096;
-    let len = file_len(dir.path());
+    let len = file_len(env.dir());
     assert!(len >= used, "the file covers every page: {len} < {used}");
     assert!(
         len <= used + used / 8 + (1 << 20) + 4096,
@@ -183,8 +181,7 @@ fn read_only_ignores_write_map() {
 /// LMDB reads what a WRITE_MAP txn wrote, entry for entry.
 #[test]
 fn lmdb_reads_a_write_map_environment() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path(), env_flags::WRITE_MAP, None);
+    let env = TempEnv::new(&env_options(env_flags::WRITE_MAP, None));
     for round in 0..3 {
         fill(&env, round, 3000);
     }
@@ -197,7 +194,7 @@ fn lmdb_reads_a_write_map_environment() {
         }
         v
     };
-    drop(env);
+    let dir = env.close();
     let lm = common::lmdb::Env::open(dir.path(), common::LMDB_MAP_SIZE);
     let txn = lm.read();
     assert!(txn.scan(txn.main_dbi()) == ours, "LMDB reads other data");

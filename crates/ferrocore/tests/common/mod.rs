@@ -1,12 +1,19 @@
 // Each test file is its own crate and uses only some of these helpers.
 #![allow(dead_code)]
-//! Helpers shared by the tests against the real LMDB C library (mdb.master 0.9.70, through
-//! the `lmdb-master-sys` dev-dependency) and Debian's `lmdb-utils` tools: a small wrapper
-//! around the LMDB C API, deterministic random data, and tool detection.
+//! Helpers shared by the tests of this crate: ferrocore environments (opened in one
+//! place, or in a temporary directory), the one deterministic PRNG, and, for the tests
+//! against the real LMDB C library (mdb.master 0.9.70, through the `lmdb-master-sys`
+//! dev-dependency) and Debian's `lmdb-utils` tools, a small wrapper around the LMDB C API,
+//! both engines behind one set of traits (`engines`), and tool detection.
 
+use std::ops::Deref;
+use std::path::Path;
 use std::process::Command;
 
-use ferrocore::Stat;
+use ferrocore::{Env, EnvOptions, Stat};
+use tempfile::TempDir;
+
+pub mod engines;
 
 /// Map size for the LMDB side (LMDB's map does not grow by itself).
 pub const LMDB_MAP_SIZE: usize = 1 << 30;
@@ -419,10 +426,66 @@ pub mod lmdb {
 }
 
 // ---------------------------------------------------------------------------------------
+// ferrocore environments.
+// ---------------------------------------------------------------------------------------
+
+/// Opens ferrocore on directory `dir` with `opts`: the tests' one call of the `unsafe`
+/// open.
+pub fn try_open_env(dir: &Path, opts: &EnvOptions) -> ferrocore::Result<Env> {
+    // SAFETY: every test owns its directory. While ferrocore has it open, only ferrocore
+    // touches the files (this process, or child processes the test starts); tests that
+    // damage a file or hand it to LMDB do so while no ferrocore environment is open on it.
+    unsafe { opts.open(dir) }
+}
+
+/// [`try_open_env`], which must succeed.
+pub fn open_env(dir: &Path, opts: &EnvOptions) -> Env {
+    try_open_env(dir, opts).unwrap_or_else(|e| panic!("open {}: {e}", dir.display()))
+}
+
+/// A ferrocore environment in a new temporary directory, which is removed after the
+/// environment closes. Derefs to the [`Env`].
+pub struct TempEnv {
+    // Fields drop in order: the environment closes before its directory goes.
+    env: Env,
+    dir: TempDir,
+}
+
+impl TempEnv {
+    pub fn new(opts: &EnvOptions) -> TempEnv {
+        let dir = tempfile::tempdir().expect("tempdir");
+        TempEnv {
+            env: open_env(dir.path(), opts),
+            dir,
+        }
+    }
+
+    /// The environment's directory.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Closes the environment and hands back its directory (to reopen it, or to change
+    /// its files while it is closed).
+    pub fn close(self) -> TempDir {
+        drop(self.env);
+        self.dir
+    }
+}
+
+impl Deref for TempEnv {
+    type Target = Env;
+
+    fn deref(&self) -> &Env {
+        &self.env
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // Deterministic data.
 // ---------------------------------------------------------------------------------------
 
-/// splitmix64.
+/// splitmix64: the one PRNG of these tests. A test's data is a function of its seed.
 pub struct Rng(pub u64);
 
 impl Rng {
