@@ -167,7 +167,7 @@ fn drop_empties_or_deletes() {
             .output()
             .unwrap()
             .status
-            .success())
+            .success());
     };
 
     // Empty a named DB: it stays, with no entries.

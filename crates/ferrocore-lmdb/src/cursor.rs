@@ -68,7 +68,7 @@ pub unsafe extern "C" fn mdb_cursor_close(cursor: *mut MDB_cursor) {
     // SAFETY: an open cursor's txn handle and environment (module doc).
     let call_env = unsafe { env_of(c.txn) };
     // SAFETY: open (checked above); the caller's contract; `c` is not used from here on.
-    guard_void(call_env, || unsafe { close_cursor(cursor) })
+    guard_void(call_env, || unsafe { close_cursor(cursor) });
 }
 
 /// Binds a read txn's cursor to another (or renewed) read txn (`mdb_cursor_renew`).
@@ -281,7 +281,7 @@ pub unsafe extern "C" fn mdb_cursor_put(
                 .put_reserve(w, k, data_val.mv_size, flags & !put_flags::RESERVE)
             {
                 Ok(slot) => {
-                    data_val.mv_data = slot.as_mut_ptr() as *mut c_void;
+                    data_val.mv_data = slot.as_mut_ptr().cast::<c_void>();
                     Ok(())
                 }
                 Err(e) => Err(e),

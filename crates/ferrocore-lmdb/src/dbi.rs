@@ -121,7 +121,7 @@ pub unsafe extern "C" fn mdb_dbi_close(env: *mut MDB_env, dbi: MDB_dbi) {
         if let Ok(open) = unsafe { env_ref(env) }.and_then(|e| e.open_env()) {
             let _ = open.close_db(Database::from_dbi(dbi));
         }
-    })
+    });
 }
 
 /// Empties a database, or with `del` = 1 deletes it and closes its handle (`mdb_drop`).
@@ -333,7 +333,7 @@ pub unsafe extern "C" fn mdb_put(
         let r = if flags & put_flags::RESERVE != 0 {
             match w.put_reserve(db, k, data_val.mv_size, flags & !put_flags::RESERVE) {
                 Ok(slot) => {
-                    data_val.mv_data = slot.as_mut_ptr() as *mut c_void;
+                    data_val.mv_data = slot.as_mut_ptr().cast::<c_void>();
                     Ok(())
                 }
                 Err(e) => Err(e),
@@ -381,9 +381,10 @@ pub unsafe extern "C" fn mdb_del(
         let deleted = dbi_rc(w.delete_value(db, k, value));
         // SAFETY: the caller's contract; `w` is not used from here on.
         unsafe { settle_cursors(txn, db, std::ptr::null_mut()) };
-        match deleted? {
-            true => Ok(()),
-            false => Err(MDB_NOTFOUND),
+        if deleted? {
+            Ok(())
+        } else {
+            Err(MDB_NOTFOUND)
         }
     })
 }

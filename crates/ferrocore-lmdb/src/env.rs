@@ -103,7 +103,7 @@ pub unsafe extern "C" fn mdb_env_close(env: *mut MDB_env) {
         // SAFETY: `env` came from `Box::into_raw` in mdb_env_create; the caller gives it
         // up, no txn of it is alive (checked above) and `e` is not used from here on.
         drop(unsafe { Box::from_raw(env) });
-    })
+    });
 }
 
 /// Statistics of the main DB (`mdb_env_stat`).
@@ -254,7 +254,7 @@ pub unsafe extern "C" fn mdb_env_get_fd(env: *mut MDB_env, fd: *mut c_int) -> c_
         let e = unsafe { env_ref(env) }?;
         // SAFETY: the caller's contract: `fd` is null or writable.
         let out = unsafe { fd.as_mut() }.ok_or(libc::EINVAL)?;
-        *out = e.env.as_ref().map_or(-1, |open| open.data_fd());
+        *out = e.env.as_ref().map_or(-1, ferrocore::Env::data_fd);
         Ok(())
     })
 }

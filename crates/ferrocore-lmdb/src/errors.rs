@@ -90,7 +90,7 @@ const MESSAGES: [&str; 21] = [
 #[no_mangle]
 pub extern "C" fn mdb_strerror(err: c_int) -> *mut c_char {
     if err == MDB_SUCCESS {
-        return c"Successful return: 0".as_ptr() as *mut c_char;
+        return c"Successful return: 0".as_ptr().cast_mut();
     }
     if (MDB_KEYEXIST..=MDB_LAST_ERRCODE).contains(&err) {
         let msg = MESSAGES[(err - MDB_KEYEXIST) as usize];

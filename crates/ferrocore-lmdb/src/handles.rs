@@ -240,7 +240,7 @@ pub(crate) unsafe fn env_mut<'a>(env: *mut MDB_env) -> Rc<&'a mut MDB_env> {
 #[inline]
 pub(crate) unsafe fn env_of(txn: *const MDB_txn) -> CallEnv {
     // SAFETY: the caller's contract: `txn` is null or points to a txn handle.
-    let env = unsafe { txn.as_ref() }.map_or(std::ptr::null(), |t| t.env as *const MDB_env);
+    let env = unsafe { txn.as_ref() }.map_or(std::ptr::null(), |t| t.env.cast_const());
     // SAFETY: the caller's contract: that environment is live for the call.
     unsafe { CallEnv::new(env) }
 }

@@ -66,7 +66,7 @@ pub unsafe extern "C" fn mdb_txn_begin(
 #[no_mangle]
 pub unsafe extern "C" fn mdb_txn_env(txn: *mut MDB_txn) -> *mut MDB_env {
     // SAFETY: the caller's contract (handles are never freed).
-    unsafe { txn.as_ref() }.map_or(std::ptr::null_mut(), |t| t.env_handle())
+    unsafe { txn.as_ref() }.map_or(std::ptr::null_mut(), super::handles::MDB_txn::env_handle)
 }
 
 /// The txn's id (`mdb_txn_id`): the snapshot's for a read txn.
@@ -76,7 +76,7 @@ pub unsafe extern "C" fn mdb_txn_env(txn: *mut MDB_txn) -> *mut MDB_env {
 #[no_mangle]
 pub unsafe extern "C" fn mdb_txn_id(txn: *mut MDB_txn) -> usize {
     // SAFETY: the caller's contract (handles are never freed).
-    unsafe { txn.as_ref() }.map_or(0, |t| t.id())
+    unsafe { txn.as_ref() }.map_or(0, super::handles::MDB_txn::id)
 }
 
 /// Commits the txn and its children, and frees it (`mdb_txn_commit`); on failure it is
@@ -110,7 +110,7 @@ pub unsafe extern "C" fn mdb_txn_abort(txn: *mut MDB_txn) {
             // SAFETY: the caller's contract; not null (checked above).
             let _ = unsafe { end_txn(txn, false) };
         }
-    })
+    });
 }
 
 /// Releases a read txn's snapshot, keeping the handle for `mdb_txn_renew`
@@ -127,7 +127,7 @@ pub unsafe extern "C" fn mdb_txn_reset(txn: *mut MDB_txn) {
         if let Some(t) = unsafe { txn.as_mut() } {
             t.reset();
         }
-    })
+    });
 }
 
 /// Takes a new snapshot for a reset read txn (`mdb_txn_renew`); `EINVAL` otherwise.

@@ -448,9 +448,7 @@ fn generate(rng: &mut Rng, in_write: bool, depth: usize, cursors: usize, readers
         78 if cursors > 0 => Op::CursorPutMultiple {
             which: rng.below(cursors as u64) as usize,
             key: key_for(rng, db),
-            values: (0..1 + rng.below(6))
-                .map(|_| rng.below(64) as u32)
-                .collect(),
+            values: (0..=rng.below(6)).map(|_| rng.below(64) as u32).collect(),
             flags: if rng.chance(30) { NODUPDATA } else { 0 },
         },
         79..=84 if cursors > 0 => Op::CursorDel {
@@ -627,7 +625,7 @@ impl Side {
                     if rc == 0 && flags & RESERVE != 0 {
                         std::ptr::copy_nonoverlapping(
                             value.as_ptr(),
-                            v.data as *mut u8,
+                            v.data.cast::<u8>(),
                             value.len(),
                         );
                         return Self::outcome(rc, None, None);

@@ -78,7 +78,7 @@ impl Shared {
     /// Starts a role and waits until it has created `ready`.
     fn start(&self, lib: Lib, dir: &Path, args: &[&str], ready: &Path) -> Child {
         let mut child = self.cmd(lib, dir, args).spawn().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let deadline = Instant::now() + Duration::from_mins(1);
         while !ready.exists() {
             if let Some(status) = child.try_wait().unwrap() {
                 let out = child.wait_with_output().unwrap();

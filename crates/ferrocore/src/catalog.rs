@@ -96,7 +96,7 @@ impl Catalog {
     /// as LMDB closes them. Returns true if one was.
     pub fn discard(&mut self, serial: u64) -> bool {
         let mut closed = false;
-        for slot in self.entries.iter_mut() {
+        for slot in &mut self.entries {
             let Some(e) = slot else { continue };
             if !e.private_to.contains(&serial) {
                 continue;

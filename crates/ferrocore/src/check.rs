@@ -145,7 +145,7 @@ impl<S: PageSource + ?Sized> Walker<'_, S> {
                 "page type does not match its level (leaves at unequal depth)",
             ));
         }
-        let first_key = if page.is_branch() { 1 } else { 0 };
+        let first_key = usize::from(page.is_branch());
         for i in first_key..n {
             let k = page.key(i)?;
             if i > first_key && cmp.compare(page.key(i - 1)?, k) != Ordering::Less {

@@ -356,7 +356,7 @@ impl<S: PageStore> DupTree<'_, S> {
             Dups::SubPage(sub) => {
                 let (mut lo, mut hi) = (0, sub.num_keys());
                 while lo < hi {
-                    let mid = (lo + hi) / 2;
+                    let mid = usize::midpoint(lo, hi);
                     match self.dcmp.compare(sub.key(mid)?, value) {
                         std::cmp::Ordering::Less => lo = mid + 1,
                         std::cmp::Ordering::Greater => hi = mid,
@@ -482,7 +482,7 @@ impl<S: PageStore> DupTree<'_, S> {
                         };
                     }
                     r => r?,
-                };
+                }
                 let mode = PutMode {
                     node_flags: node_flags::DUPDATA | node_flags::SUBDATA,
                     ..any
@@ -613,16 +613,14 @@ impl<S: PageStore> DupTree<'_, S> {
             any_kind: true,
             ..PutMode::default()
         };
-        self.tree.put(key, &sub, mode).map(|_| ())
+        self.tree.put(key, &sub, mode)
     }
 
     fn delete_node(&mut self, key: &[u8]) -> Result<()> {
         let node_kind = {
             let src = &*self.tree.store;
             let db = *self.tree.db;
-            btree::get_node(src, &db, self.tree.cmp, key)?
-                .map(|(f, _)| f)
-                .unwrap_or(0)
+            btree::get_node(src, &db, self.tree.cmp, key)?.map_or(0, |(f, _)| f)
         };
         let kind = node_kind & (node_flags::DUPDATA | node_flags::SUBDATA);
         self.tree.delete_kind(key, kind)?;

@@ -19,13 +19,24 @@ pub enum Error {
     /// The key (or cursor position) does not exist.
     NotFound,
     /// A page number points outside the file or the snapshot (`MDB_PAGE_NOTFOUND`).
-    PageNotFound { pgno: u64 },
+    PageNotFound {
+        /// The page number.
+        pgno: u64,
+    },
     /// The file's content is inconsistent: a bounds check on a page failed.
-    Corrupted { pgno: u64, what: &'static str },
+    Corrupted {
+        /// The page where it was found (`u64::MAX` when not on a page).
+        pgno: u64,
+        /// What was wrong.
+        what: &'static str,
+    },
     /// A previous fatal error left the environment unusable until it is reopened.
     Panic(&'static str),
     /// The file has a data version ferrocore does not read.
-    VersionMismatch { found: u32 },
+    VersionMismatch {
+        /// The version the file has.
+        found: u32,
+    },
     /// The file is not an LMDB/ferrocore data file (bad magic, bad page size, ...).
     Invalid(&'static str),
     /// The map size limit set by the application is reached.
@@ -50,8 +61,11 @@ pub enum Error {
     BadTxn,
     /// A key or value has an unsupported size (empty key, key above the maximum, ...).
     BadValSize {
+        /// Which item: key, value, DUPSORT value, ...
         what: &'static str,
+        /// Its size.
         size: usize,
+        /// The largest size allowed.
         max: usize,
     },
     /// The database handle is unknown or was closed/dropped.
@@ -62,12 +76,22 @@ pub enum Error {
     /// `index` (counting from 0) is not after the one before it, as `what` says. Reported
     /// through the C ABI as `MDB_KEYEXIST`, the code LMDB's `MDB_APPEND` gives out-of-order
     /// input.
-    Unsorted { index: u64, what: &'static str },
+    Unsorted {
+        /// The item's position in the input, from 0.
+        index: u64,
+        /// What is out of order.
+        what: &'static str,
+    },
     /// An operating system error.
     Io(io::Error),
     /// A commit failed at `step` with the OS error `source`; the txn must be aborted, and
     /// if [`CommitStep::failure_poisons`] the environment refuses writes until reopened.
-    Commit { step: CommitStep, source: io::Error },
+    Commit {
+        /// The step that failed.
+        step: CommitStep,
+        /// The error the OS gave.
+        source: io::Error,
+    },
 }
 
 impl Error {

@@ -42,7 +42,7 @@ pub const MAX_PAGE_SIZE: usize = 32768;
 const _: () = assert!(PAGE_HEADER_SIZE == 16 && NODE_HEADER_SIZE == 8);
 const _: () = assert!(MIN_PAGE_SIZE.is_power_of_two() && MAX_PAGE_SIZE.is_power_of_two());
 const _: () = assert!(MIN_PAGE_SIZE <= MAX_PAGE_SIZE && MAX_PAGE_SIZE <= u16::MAX as usize + 1);
-const _: () = assert!(node_max(MIN_PAGE_SIZE) % 2 == 0);
+const _: () = assert!(node_max(MIN_PAGE_SIZE).is_multiple_of(2));
 const _: () = assert!(2 * (node_max(MIN_PAGE_SIZE) + 2) <= MIN_PAGE_SIZE - PAGE_HEADER_SIZE);
 const _: () = assert!(overflow_pages(MIN_PAGE_SIZE, MIN_PAGE_SIZE - PAGE_HEADER_SIZE) == 1);
 
@@ -173,7 +173,7 @@ pub struct Node<'a> {
     pub data: &'a [u8],
 }
 
-impl<'a> Node<'a> {
+impl Node<'_> {
     /// The child page number of a branch node.
     #[inline]
     pub fn child(&self) -> u64 {
@@ -691,7 +691,7 @@ pub mod edit {
         match value {
             NodeValue::Overflow { pgno, .. } => write_u64(page, key_end, pgno),
             NodeValue::Inline { data, .. } => {
-                page[key_end..key_end + data.len()].copy_from_slice(data)
+                page[key_end..key_end + data.len()].copy_from_slice(data);
             }
             NodeValue::Child(_) => {}
         }

@@ -132,7 +132,7 @@ impl EnvInner {
             match self.meta_for(t) {
                 Ok(m) => return Ok(m),
                 // A commit raced with us: the txnid moved on while we read.
-                Err(_) if self.lock.txnid_cell().load(Ordering::Acquire) != t => continue,
+                Err(_) if self.lock.txnid_cell().load(Ordering::Acquire) != t => {}
                 Err(e) => return Err(e),
             }
         }

@@ -284,7 +284,7 @@ fn damage_rounds(
             .unwrap()
             .len()
             / PS;
-        for _ in 0..1 + round % max_flips {
+        for _ in 0..=(round % max_flips) {
             let page = 2 + rng.next() % (pages - 2);
             let off = if rng.chance(1, 2) {
                 rng.next() % 64

@@ -189,7 +189,7 @@ fn after_delete(model: &Model, key: &[u8], value: &[u8], all: bool, follow: Foll
 }
 
 fn key_bytes(k: u8) -> Vec<u8> {
-    format!("key{:03}", k).into_bytes()
+    format!("key{k:03}").into_bytes()
 }
 
 /// Values: for DUPFIXED 8 bytes each; otherwise of varied length. Either way they sort
@@ -326,7 +326,7 @@ fn run(ops: &[Op], fixed: bool) -> u64 {
                         model.entry(k).or_default().insert(v);
                     }
                     Err(Error::KeyExist) => {
-                        assert!((*no_overwrite && exists_key) || (*no_dup_data && exists_pair))
+                        assert!((*no_overwrite && exists_key) || (*no_dup_data && exists_pair));
                     }
                     Err(e) => panic!("put: {e}"),
                 }

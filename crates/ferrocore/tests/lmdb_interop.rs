@@ -368,7 +368,7 @@ fn lm_apply(env: &lmdb::Env, ops: &[Op]) {
                         *existed,
                         "LMDB delete of {}",
                         hex_prefix(k)
-                    )
+                    );
                 }
             }
         }

@@ -198,12 +198,12 @@ fn child_process_entry() {
             // Wait for the parent's commits (or for SIGKILL).
             let go = dir.join("reader-go");
             let start = Instant::now();
-            while !go.exists() && start.elapsed() < Duration::from_secs(60) {
+            while !go.exists() && start.elapsed() < Duration::from_mins(1) {
                 std::thread::sleep(Duration::from_millis(10));
             }
             let after = read_u64(&txn, Database::MAIN, b"counter");
             txn.check().unwrap();
-            std::process::exit(if before == after { 0 } else { 1 });
+            std::process::exit(i32::from(before != after));
         }
         "open_scan_loop" | "open_write_loop" => {
             // Run by `concurrent_first_opens_never_see_a_half_made_table`: wait for the
@@ -248,7 +248,7 @@ fn child_process_entry() {
             let mut txn = env.begin_write().unwrap();
             txn.put(Database::MAIN, b"uncommitted", b"x", 0).unwrap();
             std::fs::write(dir.join("writer-ready"), b"").unwrap();
-            std::thread::sleep(Duration::from_secs(60));
+            std::thread::sleep(Duration::from_mins(1));
         }
         other => panic!("unknown role {other}"),
     }
@@ -411,7 +411,7 @@ fn read_only_files_open_read_only() {
         txn.commit().unwrap();
     }
     let set = |path: &Path, mode| {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap()
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
     };
     set(&dir.path().join("data.mdb"), 0o444);
     set(&dir.path().join("lock.mdb"), 0o444);
@@ -468,9 +468,8 @@ fn a_forked_child_must_open_the_environment_again() {
                 return 2;
             }
             drop(reader); // must not give back the parent's reader slot
-            let again = match try_open_env(dir.path(), &EnvOptions::new()) {
-                Ok(e) => e,
-                Err(_) => return 3,
+            let Ok(again) = try_open_env(dir.path(), &EnvOptions::new()) else {
+                return 3;
             };
             let found = match again.begin_read() {
                 Ok(t) => t.get(Database::MAIN, b"k").ok().flatten() == Some(&b"before fork"[..]),

@@ -239,7 +239,7 @@ fn custom_comparators_order_keys_and_values() {
     }
     assert_eq!(
         got,
-        [&b"a"[..], b"b", b"bb", b"zz", b"ccc"].map(|k| k.to_vec())
+        [&b"a"[..], b"b", b"bb", b"zz", b"ccc"].map(<[u8]>::to_vec)
     );
     let mut c = txn.cursor(dups).unwrap();
     let mut prev: Option<Vec<u8>> = None;

@@ -114,7 +114,7 @@ fn run_workload(mode: Mode, seed: u64, commits: usize, cuts_per_call: u64) -> Ru
                     call,
                     cut,
                     bytes: disk.cut(cut),
-                })
+                });
             };
             for _ in 0..cuts_per_call {
                 take(Cut::Random(rng.next()));
@@ -141,7 +141,7 @@ fn run_workload(mode: Mode, seed: u64, commits: usize, cuts_per_call: u64) -> Ru
             .open_db(Some(DUPS), db_flags::CREATE | db_flags::DUP_SORT as u32)
             .unwrap();
         let dbs = [Database::MAIN, named, dups];
-        for _ in 0..1 + rng.below(12) {
+        for _ in 0..=rng.below(12) {
             let d = rng.below(3) as u8;
             let key = format!("k{:03}", rng.below(60)).into_bytes();
             let entry = (d, key.clone());

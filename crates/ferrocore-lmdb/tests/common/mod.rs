@@ -86,8 +86,7 @@ pub fn real_lmdb_available() -> bool {
     let lib = Command::new("sh")
         .args(["-c", "ldconfig -p | grep -q 'liblmdb.so.0 '"])
         .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
+        .is_ok_and(|s| s.success());
     if std::env::var_os("CI").is_some() {
         assert!(
             header && lib,

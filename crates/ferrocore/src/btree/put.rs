@@ -326,7 +326,7 @@ impl<S: PageStore> TreeMut<'_, S> {
     ) -> Result<()> {
         // The node lists a split copies pages through, reused from split to split (a
         // split allocated a few buffers each time; write txns split often).
-        let mut scratch = SPLIT_SCRATCH.with(|s| s.take());
+        let mut scratch = SPLIT_SCRATCH.with(std::cell::RefCell::take);
         let (pending, nodes, separator) = &mut scratch;
         let r = self.split_insert_with(
             path, level, idx, key, value, append, pending, nodes, separator,

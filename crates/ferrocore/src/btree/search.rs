@@ -34,7 +34,7 @@ fn branch_search(
 ) -> Result<usize> {
     let (mut lo, mut hi) = (1, page.num_keys());
     while lo < hi {
-        let mid = (lo + hi) / 2;
+        let mid = usize::midpoint(lo, hi);
         if cmp(page.key(mid)?, key) == Ordering::Greater {
             hi = mid;
         } else {
@@ -53,7 +53,7 @@ pub fn leaf_search(
 ) -> Result<(usize, bool)> {
     let (mut lo, mut hi) = (0, page.num_keys());
     while lo < hi {
-        let mid = (lo + hi) / 2;
+        let mid = usize::midpoint(lo, hi);
         match cmp(page.key(mid)?, key) {
             Ordering::Less => lo = mid + 1,
             Ordering::Equal => return Ok((mid, true)),

@@ -109,10 +109,7 @@ impl CursorCore {
     pub fn mark_appended(&mut self, main: bool) {
         if main {
             self.eof = true;
-        } else if matches!(
-            self.dup,
-            Some(DupPos::Sub { .. }) | Some(DupPos::Tree { .. })
-        ) {
+        } else if matches!(self.dup, Some(DupPos::Sub { .. } | DupPos::Tree { .. })) {
             self.x_eof = true;
         }
     }

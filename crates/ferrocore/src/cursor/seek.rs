@@ -190,7 +190,7 @@ impl CursorCore {
         }
         match self.dup.as_mut() {
             None => Err(Error::Incompatible),
-            Some(DupPos::Single) | Some(DupPos::Sub { .. }) => Ok(None),
+            Some(DupPos::Single | DupPos::Sub { .. }) => Ok(None),
             Some(DupPos::Tree { pos, rec }) => {
                 // To the last value of the previous leaf of values, if there is one.
                 let mut probe = (**pos).clone();

@@ -117,7 +117,7 @@ impl DiskState {
             match (change, keep) {
                 (_, Keep::None) => {}
                 (Pending::SetLen(_), _) | (Pending::Write { .. }, Keep::All) => {
-                    change.apply_to(&mut image)
+                    change.apply_to(&mut image);
                 }
                 (Pending::Write { offset, bytes }, Keep::SomeSectors) => {
                     // Sectors are aligned to the file, not to the write.
@@ -245,7 +245,9 @@ impl FaultInjector {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panicking test hook poisons the mutex; the model is still whole.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The seam over `file`, whose current contents are taken as durable. For

@@ -217,7 +217,9 @@ mod tests {
                 assert!(!pieces.is_empty() && pieces.len() <= MAX_IOV);
                 assert!(len > 0 && len <= MAX_WRITE_BYTES, "batch of {len} bytes");
                 assert_eq!(pieces.iter().map(|p| p.len()).sum::<usize>(), len);
-                pieces.iter().for_each(|p| seen.extend_from_slice(p));
+                for p in pieces {
+                    seen.extend_from_slice(p);
+                }
                 next += len as u64;
                 Ok(())
             })

@@ -67,9 +67,7 @@ impl Map {
             let err = io::Error::last_os_error();
             // ENOMEM (address space limits) or EINVAL (e.g. under valgrind, which caps
             // mappings): try a smaller reservation.
-            if want <= min_len
-                || !matches!(err.raw_os_error(), Some(libc::ENOMEM) | Some(libc::EINVAL))
-            {
+            if want <= min_len || !matches!(err.raw_os_error(), Some(libc::ENOMEM | libc::EINVAL)) {
                 return Err(err);
             }
             want = (want / 8).max(min_len);

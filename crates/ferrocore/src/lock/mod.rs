@@ -286,14 +286,20 @@ impl LockFile {
         assert!(off.is_multiple_of(4) && off + 4 <= self.len);
         // SAFETY: in bounds and 4-aligned (mmap returns page-aligned memory); the mapping
         // lives as long as `self`, and every access to shared words is atomic.
-        unsafe { &*(self.ptr.add(off) as *const AtomicU32) }
+        #[allow(clippy::cast_ptr_alignment)] // aligned: asserted just above
+        unsafe {
+            &*(self.ptr.add(off) as *const AtomicU32)
+        }
     }
 
     /// An atomic u64 at byte `off` of the mapping.
     fn u64_at(&self, off: usize) -> &AtomicU64 {
         assert!(off.is_multiple_of(8) && off + 8 <= self.len);
         // SAFETY: as in u32_at, with 8-byte alignment.
-        unsafe { &*(self.ptr.add(off) as *const AtomicU64) }
+        #[allow(clippy::cast_ptr_alignment)] // aligned: asserted just above
+        unsafe {
+            &*(self.ptr.add(off) as *const AtomicU64)
+        }
     }
 
     fn rmutex(&self) -> SharedMutex {

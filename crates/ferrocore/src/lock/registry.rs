@@ -73,7 +73,9 @@ extern "C" fn after_fork() {
 fn lock_registry() -> MutexGuard<'static, Registry> {
     // A panic while holding it leaves the map consistent (every change is one insert or
     // remove), so a poisoned registry is still usable.
-    registry().lock().unwrap_or_else(|e| e.into_inner())
+    registry()
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// This process's share of a lock file; dereferences to the [`LockFile`]. Dropping the

@@ -39,7 +39,7 @@ use crate::shared::EnvInner;
 
 use super::*;
 
-impl<'env> WriteTxn<'env> {
+impl WriteTxn<'_> {
     /// Commits: every change becomes durable (unless `NO_SYNC`) and visible atomically.
     pub fn commit(mut self) -> Result<()> {
         self.check_usable()?;

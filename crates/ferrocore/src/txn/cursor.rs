@@ -292,11 +292,6 @@ impl<'t> Cursor<'t> {
     }
 }
 
-/// The write transaction. Only one exists at a time in the whole environment.
-///
-/// Tied to the thread that began it (it holds the environment's writer mutex), as LMDB's
-/// write txn is: it is not `Send`.
-
 /// A cursor on the write txn that can also put and delete at its position.
 pub struct WriteCursor<'t, 'env> {
     pub(super) txn: &'t mut WriteTxn<'env>,

@@ -46,7 +46,7 @@ pub(super) fn take_snapshot(env: &EnvInner, slot: &ReaderSlot<'_>) -> Result<Met
                     .try_put(t, crate::seqcache::meta_words(&meta));
                 return check_map_size(env, slot, meta);
             }
-            Err(_) if env.lock.txnid_cell().load(Ordering::Acquire) != t => continue,
+            Err(_) if env.lock.txnid_cell().load(Ordering::Acquire) != t => {}
             Err(e) => {
                 env.lock.end_snapshot(slot.index);
                 return Err(e);

@@ -18,6 +18,10 @@ use crate::store::{DirtyPages, MappedWrites, PageStore, Reclaim};
 
 use super::*;
 
+/// The write transaction. Only one exists at a time in the whole environment.
+///
+/// Tied to the thread that began it (it holds the environment's writer mutex), as LMDB's
+/// write txn is: it is not `Send`.
 pub struct WriteTxn<'env> {
     pub(super) env: &'env EnvInner,
     pub(super) txnid: u64,

@@ -68,10 +68,12 @@ pub mod lmdb {
     /// # Safety
     /// `v` must come from LMDB within a still-live txn, or point at live caller memory.
     pub unsafe fn copy_out(v: &ffi::MDB_val) -> Vec<u8> {
-        if v.mv_size == 0 {
-            Vec::new()
-        } else {
-            std::slice::from_raw_parts(v.mv_data as *const u8, v.mv_size).to_vec()
+        unsafe {
+            if v.mv_size == 0 {
+                Vec::new()
+            } else {
+                std::slice::from_raw_parts(v.mv_data as *const u8, v.mv_size).to_vec()
+            }
         }
     }
 
@@ -261,7 +263,7 @@ pub mod lmdb {
         pub fn del(&mut self, dbi: ffi::MDB_dbi, key: &[u8], value: Option<&[u8]>) -> bool {
             let mut k = val(key);
             let mut v = value.map(val);
-            let vp = v.as_mut().map_or(ptr::null_mut(), |v| v as *mut _);
+            let vp = v.as_mut().map_or(ptr::null_mut(), std::ptr::from_mut);
             // SAFETY: valid write txn; key and data point at live memory (or data is null).
             let rc = unsafe { ffi::mdb_del(self.txn, dbi, &mut k, vp) };
             if rc == ffi::MDB_NOTFOUND {
@@ -574,8 +576,7 @@ pub fn lmdb_utils_available() -> bool {
         Command::new(tool)
             .arg("-V")
             .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false)
+            .is_ok_and(|o| o.status.success())
     })
 }
 
