@@ -18,15 +18,24 @@
 //! # }
 //! ```
 //!
-//! Module map: `page` (on-disk layout, validated views), `meta` (the two meta pages),
-//! `store` (the page seam between trees and storage, nested-txn undo), `btree` and
-//! `cursor` (tree algorithms and LMDB's cursor moves), `dupsort` (sorted duplicates),
-//! `catalog` (named DBs and their orders), `freelist` (free pages), `txn` (transactions),
-//! `commit` (the commit's I/O steps), `env` (open, stat, info), `seqcache` (lock-free
-//! caches shared by txns), `io` (the map, the data-file seam, fault injection), `lock`
-//! (LMDB 0.9's lock file: reader table, writer mutex, one descriptor per process), `check`
-//! (integrity checker), `compact` (the compacting copy), `bulk` (bottom-up bulk load from
-//! sorted input), `extsort` (external sort of unsorted input for it).
+//! Layers, each importing only those below it (`tests/layers.rs` fails on a cycle), every
+//! module private, the API re-exported here:
+//!
+//! 0. `error`, `flags` (LMDB's env, DB and put flags), `io` (the map, the [`DataFile`]
+//!    seam, the fault-injecting file);
+//! 1. `page` (on-disk page and node layout, validated views), `lock` (LMDB 0.9's lock
+//!    file: reader table, writer mutex);
+//! 2. `meta` (the two meta pages, DB records), `order` (key and value orders);
+//! 3. `store` (the page seam: snapshot and dirty pages, nested-txn undo, the free-page
+//!    refill hook), `catalog` (named DBs), `seqcache` (lock-free caches);
+//! 4. `btree` (the one descent, positions, put/delete/split/merge, overflow values),
+//!    `shared` (what every txn of an environment shares);
+//! 5. `dupsort` (sorted duplicates), `freelist` (the free DB);
+//! 6. `cursor` (LMDB's cursor state machine), `check` (the integrity checker);
+//! 7. `txn` (read and write txns, the commit, nested txns, cursors);
+//! 8. `bulk` (bottom-up bulk load), `compact` (the compacting copy), `detached` (cursors
+//!    the C ABI keeps apart from their txn);
+//! 9. `env` (open, stat, info, copy), `extsort` (external sort for the bulk loader).
 
 // `unsafe` lives only in `io` (the map), `lock` (the shared lock file), `env` (the
 // contract of `open`, `sysconf`) and one block of `store` (a WRITE_MAP txn's page in the

@@ -1,28 +1,5 @@
-//! Bulk load: a DB built bottom-up from items sorted in its order (seed 004).
-//!
-//! [`WriteTxn::bulk_loader`] returns a [`BulkLoader`]; [`BulkLoader::push`] takes the
-//! items in the DB's order (keys by its key order, REVERSEKEY, INTEGERKEY or an
-//! application comparator; in a DUPSORT DB a key's values by its value order), and
-//! [`BulkLoader::finish`] makes them part of the txn.
-//!
-//! - **Into an empty DB** (the fast path), leaves are filled one after the other to the
-//!   fill target ([`BulkOptions::fill_percent`], 100% by default), each full page passes
-//!   its first key up to the level above, and branch pages fill the same way: no search,
-//!   no split, every page written once. Large values go to overflow runs; a DUPSORT key's
-//!   values become a plain node, a sub-page or a sub-DB (itself built bottom-up) by the
-//!   rule puts follow, so the DB has the forms LMDB would give the same data. Pages come
-//!   from the txn's allocator (free pages first), so commit writes them like any other.
-//! - **Into a DB that has data**, each item is an ordinary put (no merge): the result is
-//!   what the same puts make. The input must still be in order.
-//!
-//! Input out of order is [`Error::Unsorted`], naming the item; in a DB without DUPSORT a
-//! repeated key is one too unless [`Duplicates::KeepLast`] is asked for. In a DUPSORT DB a
-//! repeated key/value pair is stored once (as a put of a pair already there does).
-//! Refused items change nothing and the loader stays usable. The loader works in a
-//! nested level of the txn: until `finish`, dropping it (or an error inside the txn's
-//! storage) leaves the DB and the txn as they were before `bulk_loader`.
-//!
-//! Unsorted input goes through [`crate::extsort::ExternalSort`] first.
+//! Bulk load: a DB built bottom-up from items sorted in its order (seed 004). How it
+//! works and what it guarantees: the doc comment of [`BulkLoader`].
 
 mod dups;
 mod tree;
@@ -141,7 +118,33 @@ enum Step {
     Replace,
 }
 
-/// A bulk load into one DB of a write txn, in progress: see the [module docs](self).
+/// A bulk load into one DB of a write txn, in progress.
+///
+/// Bulk load: a DB built bottom-up from items sorted in its order (seed 004).
+///
+/// [`WriteTxn::bulk_loader`] returns a [`BulkLoader`]; [`BulkLoader::push`] takes the
+/// items in the DB's order (keys by its key order, REVERSEKEY, INTEGERKEY or an
+/// application comparator; in a DUPSORT DB a key's values by its value order), and
+/// [`BulkLoader::finish`] makes them part of the txn.
+///
+/// - **Into an empty DB** (the fast path), leaves are filled one after the other to the
+///   fill target ([`BulkOptions::fill_percent`], 100% by default), each full page passes
+///   its first key up to the level above, and branch pages fill the same way: no search,
+///   no split, every page written once. Large values go to overflow runs; a DUPSORT key's
+///   values become a plain node, a sub-page or a sub-DB (itself built bottom-up) by the
+///   rule puts follow, so the DB has the forms LMDB would give the same data. Pages come
+///   from the txn's allocator (free pages first), so commit writes them like any other.
+/// - **Into a DB that has data**, each item is an ordinary put (no merge): the result is
+///   what the same puts make. The input must still be in order.
+///
+/// Input out of order is [`Error::Unsorted`], naming the item; in a DB without DUPSORT a
+/// repeated key is one too unless [`Duplicates::KeepLast`] is asked for. In a DUPSORT DB a
+/// repeated key/value pair is stored once (as a put of a pair already there does).
+/// Refused items change nothing and the loader stays usable. The loader works in a
+/// nested level of the txn: until `finish`, dropping it (or an error inside the txn's
+/// storage) leaves the DB and the txn as they were before `bulk_loader`.
+///
+/// Unsorted input goes through [`crate::ExternalSort`] first.
 pub struct BulkLoader<'t, 'env> {
     txn: &'t mut WriteTxn<'env>,
     db: Database,
@@ -166,7 +169,7 @@ pub struct BulkLoader<'t, 'env> {
 impl<'env> WriteTxn<'env> {
     /// Starts a bulk load of `db`: items pushed in the DB's order build it bottom-up if it
     /// is empty (full pages, no splits), or are put into it if it has data. See
-    /// [`crate::bulk`].
+    /// [`BulkLoader`].
     pub fn bulk_loader(
         &mut self,
         db: Database,

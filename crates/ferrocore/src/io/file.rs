@@ -55,8 +55,8 @@ pub trait DataFile: Send + Sync {
     }
 }
 
-/// The real data file: positioned vectored writes in calls of at most
-/// [`MAX_WRITE_BYTES`], and `fdatasync`.
+/// The real data file: positioned vectored writes in calls of at most 256 KiB (as LMDB's),
+/// and `fdatasync`.
 #[derive(Debug)]
 pub struct OsFile(File);
 
