@@ -156,6 +156,6 @@ pub fn indexed_entries(n: u64, indexes: usize) -> Vec<IndexedEntry> {
 }
 
 pub fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
+    v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }

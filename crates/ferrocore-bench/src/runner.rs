@@ -193,8 +193,8 @@ fn summarize(cells: &[CellResult]) -> Vec<Summary> {
 
 /// 1234567.8 -> "1,234,568".
 pub fn thousands(x: f64) -> String {
-    let s = format!("{:.0}", x);
-    let (sign, digits) = s.split_at(if s.starts_with('-') { 1 } else { 0 });
+    let s = format!("{x:.0}");
+    let (sign, digits) = s.split_at(usize::from(s.starts_with('-')));
     let mut out = String::new();
     for (i, ch) in digits.chars().enumerate() {
         if i > 0 && (digits.len() - i) % 3 == 0 {

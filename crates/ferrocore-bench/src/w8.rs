@@ -86,6 +86,7 @@ pub struct W8CellArgs {
 
 /// Collection is on only while this runs (`--toggle-collect=ferrobench_measure`).
 #[no_mangle]
+#[allow(clippy::no_mangle_with_rust_abi)] // only its symbol name matters, to callgrind; no C caller
 #[inline(never)]
 pub fn ferrobench_measure(f: &mut dyn FnMut()) {
     f();
@@ -324,7 +325,7 @@ pub fn run(args: &W8Args) {
     // Allocations per op, the same layout.
     if args.markdown {
         println!("\nAllocations (calls to malloc, calloc, realloc) per operation:\n");
-        println!("| engine | {} |", Op::ALL.map(|op| op.label()).join(" | "));
+        println!("| engine | {} |", Op::ALL.map(Op::label).join(" | "));
         println!("|---|{}", "---:|".repeat(Op::ALL.len()));
     } else {
         println!("\nallocations (malloc, calloc, realloc calls) per operation");

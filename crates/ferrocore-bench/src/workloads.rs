@@ -132,6 +132,7 @@ impl Sizes {
     /// unless `f` < 1, W9's thread counts stay).
     pub fn scaled(mut self, f: f64) -> Sizes {
         let s = |x: &mut u64| *x = ((*x as f64 * f) as u64).max(10);
+        #[allow(clippy::float_cmp)] // exactly the default scale, which names no factor
         if f != 1.0 {
             self.name = format!("{} x {f}", self.name);
         }
@@ -153,7 +154,7 @@ impl Sizes {
 
 /// Threads for "all cores".
 pub fn cores() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get())
+    std::thread::available_parallelism().map_or(2, std::num::NonZero::get)
 }
 
 /// One timed phase.
@@ -394,7 +395,7 @@ fn run_w9(
     };
     let mut e = opened(cfg);
     rec.time("W9", "bulk load (1 txn)", sizes.w9_elements, || {
-        e.put_batch(k, &v, false)
+        e.put_batch(k, &v, false);
     });
     rec.time(
         "W9",
@@ -441,7 +442,7 @@ fn run_w9(
     }
     let half = k.take(sizes.w9_elements as usize / 2);
     rec.time("W9", "removals (half, 1 txn)", half.count() as u64, || {
-        e.delete_batch(half)
+        e.delete_batch(half);
     });
 }
 

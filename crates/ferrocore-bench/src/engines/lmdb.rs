@@ -411,7 +411,7 @@ impl Engine for Lmdb {
     fn set_sync(&mut self, on: bool) {
         // SAFETY: env is open; MDB_NOSYNC may be changed at run time.
         check(
-            unsafe { (self.api.env_set_flags)(self.env, ffi::MDB_NOSYNC, if on { 0 } else { 1 }) },
+            unsafe { (self.api.env_set_flags)(self.env, ffi::MDB_NOSYNC, i32::from(!on)) },
             "set_flags",
         );
     }
