@@ -378,6 +378,33 @@ impl<'env> WriteTxn<'env> {
         value: &[u8],
         flags: u32,
     ) -> Result<()> {
+        self.check_put(key, value, flags)?;
+        let no_overwrite = flags & put_flags::NO_OVERWRITE != 0;
+        let (record, orders) = self.tree_mut(db)?;
+        let cmp = orders.key;
+        let mut record_copy = *record;
+        if let Some(dcmp) = orders.dup {
+            return self.put_dup(db, key, value, flags, record_copy, (cmp, dcmp));
+        }
+        // Without DUPSORT, LMDB ignores NO_DUP_DATA and APPEND_DUP; so does ferrocore.
+        let mode = PutMode {
+            no_overwrite,
+            append: flags & put_flags::APPEND != 0,
+            ..PutMode::default()
+        };
+        let r = TreeMut {
+            store: &mut self.pages,
+            db: &mut record_copy,
+            cmp,
+        }
+        .put(key, value, mode);
+        self.set_record(db, record_copy);
+        self.note(r)
+    }
+
+    /// Refuses a put the txn, the key, the value size or the flags do not allow.
+    #[inline]
+    fn check_put(&self, key: &[u8], value: &[u8], flags: u32) -> Result<()> {
         self.check_usable()?;
         check_key(self.env, key)?;
         if value.len() > u32::MAX as usize {
@@ -404,87 +431,86 @@ impl<'env> WriteTxn<'env> {
         if flags & !known != 0 {
             return Err(Error::InvalidArgument("unknown put flag"));
         }
+        Ok(())
+    }
+
+    /// [`WriteTxn::put_inner`] in a DUPSORT DB whose record is `record_copy` and whose
+    /// key and value orders are `cmp` and `dcmp`.
+    fn put_dup(
+        &mut self,
+        db: Database,
+        key: &[u8],
+        value: &[u8],
+        flags: u32,
+        mut record_copy: DbRecord,
+        (cmp, dcmp): (KeyCmp, KeyCmp),
+    ) -> Result<()> {
         let no_overwrite = flags & put_flags::NO_OVERWRITE != 0;
-        let (record, orders) = self.tree_mut(db)?;
-        let cmp = orders.key;
-        let mut record_copy = *record;
-        if let Some(dcmp) = orders.dup {
-            if value.is_empty() || value.len() > self.env.max_key_size {
-                return Err(Error::BadValSize {
-                    what: "duplicate value",
-                    size: value.len(),
-                    max: self.env.max_key_size,
-                });
-            }
-            if flags & (put_flags::APPEND | put_flags::APPEND_DUP) != 0 {
-                // LMDB: APPEND needs a key after every key; APPENDDUP a value after every
-                // value of the key. Out of order is KeyExist.
-                let src = &self.pages;
-                let mut c = CursorCore::new(record_copy, orders);
-                let mut converts = false;
-                let in_order = if flags & put_flags::APPEND != 0 {
-                    !c.last(src)? || cmp.compare(key, c.item(src)?.0) == std::cmp::Ordering::Greater
-                } else {
-                    !c.seek(src, key, true)? || {
-                        converts = !c.on_dup_data(src)?;
-                        c.edge_dup(src, true)?;
-                        let last = c.item(src)?.1;
-                        converts &= last != value;
-                        dcmp.compare(value, last) == std::cmp::Ordering::Greater
-                    }
-                };
-                if !in_order {
-                    if converts {
-                        // As LMDB: the single value became a set before the order was found
-                        // wrong, and stays one.
-                        let tree = TreeMut {
-                            store: &mut self.pages,
-                            db: &mut record_copy,
-                            cmp,
-                        };
-                        let scratch = &mut self.dup_scratch;
-                        let r = DupTree {
-                            tree,
-                            dcmp,
-                            scratch,
-                        }
-                        .make_set(key);
-                        self.set_record(db, record_copy);
-                        self.note(r)?;
-                    }
-                    return Err(Error::KeyExist);
-                }
-            }
-            let no_dup_data = flags & put_flags::NO_DUP_DATA != 0;
-            let tree = TreeMut {
-                store: &mut self.pages,
-                db: &mut record_copy,
-                cmp,
-            };
-            let scratch = &mut self.dup_scratch;
-            let r = DupTree {
-                tree,
-                dcmp,
-                scratch,
-            }
-            .put(key, value, no_overwrite, no_dup_data);
-            self.set_record(db, record_copy);
-            return self.note(r.map(|_| ()));
-        }
-        // Without DUPSORT, LMDB ignores NO_DUP_DATA and APPEND_DUP; so does ferrocore.
-        let mode = PutMode {
-            no_overwrite,
-            append: flags & put_flags::APPEND != 0,
-            ..PutMode::default()
+        let orders = Orders {
+            key: cmp,
+            dup: Some(dcmp),
         };
-        let r = TreeMut {
+        if value.is_empty() || value.len() > self.env.max_key_size {
+            return Err(Error::BadValSize {
+                what: "duplicate value",
+                size: value.len(),
+                max: self.env.max_key_size,
+            });
+        }
+        if flags & (put_flags::APPEND | put_flags::APPEND_DUP) != 0 {
+            // LMDB: APPEND needs a key after every key; APPENDDUP a value after every
+            // value of the key. Out of order is KeyExist.
+            let src = &self.pages;
+            let mut c = CursorCore::new(record_copy, orders);
+            let mut converts = false;
+            let in_order = if flags & put_flags::APPEND != 0 {
+                !c.last(src)? || cmp.compare(key, c.item(src)?.0) == std::cmp::Ordering::Greater
+            } else {
+                !c.seek(src, key, true)? || {
+                    converts = !c.on_dup_data(src)?;
+                    c.edge_dup(src, true)?;
+                    let last = c.item(src)?.1;
+                    converts &= last != value;
+                    dcmp.compare(value, last) == std::cmp::Ordering::Greater
+                }
+            };
+            if !in_order {
+                if converts {
+                    // As LMDB: the single value became a set before the order was found
+                    // wrong, and stays one.
+                    let tree = TreeMut {
+                        store: &mut self.pages,
+                        db: &mut record_copy,
+                        cmp,
+                    };
+                    let scratch = &mut self.dup_scratch;
+                    let r = DupTree {
+                        tree,
+                        dcmp,
+                        scratch,
+                    }
+                    .make_set(key);
+                    self.set_record(db, record_copy);
+                    self.note(r)?;
+                }
+                return Err(Error::KeyExist);
+            }
+        }
+        let no_dup_data = flags & put_flags::NO_DUP_DATA != 0;
+        let tree = TreeMut {
             store: &mut self.pages,
             db: &mut record_copy,
             cmp,
+        };
+        let scratch = &mut self.dup_scratch;
+        let r = DupTree {
+            tree,
+            dcmp,
+            scratch,
         }
-        .put(key, value, mode);
+        .put(key, value, no_overwrite, no_dup_data);
         self.set_record(db, record_copy);
-        self.note(r)
+        self.note(r.map(|_| ()))
     }
 
     /// Stores a value of `len` bytes under `key` and returns it to be filled in place
