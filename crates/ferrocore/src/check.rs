@@ -13,10 +13,11 @@ use std::cmp::Ordering;
 
 use crate::btree::{view, MAX_DEPTH};
 use crate::error::{Error, Result};
-use crate::freelist::decode_idl;
-use crate::meta::{DbRecord, Meta};
+use crate::format::idl::decode_idl;
+use crate::format::meta::{DbRecord, Meta};
+use crate::format::page::OverflowView;
+use crate::format::page::{node_flags, P_INVALID};
 use crate::order::KeyCmp;
-use crate::page::{node_flags, overflow_pages, page_flags, read_u32, read_u64, P_INVALID};
 use crate::store::PageSource;
 
 /// What the checker counted.
@@ -208,15 +209,9 @@ impl<S: PageSource + ?Sized> Walker<'_, S> {
             }
             if node.flags & node_flags::BIGDATA != 0 {
                 let run = node.overflow_pgno();
-                let first = src.page(run)?;
-                if first[10..12] != page_flags::OVERFLOW.to_le_bytes() || read_u64(first, 0) != run
-                {
-                    return Err(Error::corrupted(run, "bad overflow page header"));
-                }
-                let pages = read_u32(first, 12) as u64;
-                if pages < overflow_pages(src.page_size(), node.data_size()) as u64 {
-                    return Err(Error::corrupted(run, "overflow run shorter than its value"));
-                }
+                let header = OverflowView::parse(src.page(run)?, run)?;
+                header.check_holds(src.page_size(), node.data_size())?;
+                let pages = header.pages as u64;
                 self.mark(run, pages, "overflow run outside the file")?;
                 self.report.tree_pages += pages;
                 counts.overflow += pages;
@@ -236,7 +231,12 @@ impl<S: PageSource + ?Sized> Walker<'_, S> {
 
 impl<S: PageSource + ?Sized> Walker<'_, S> {
     /// Checks the value set of a DUPSORT node; returns its number of values.
-    fn dups(&mut self, node: &crate::page::Node<'_>, pgno: u64, dcmp: KeyCmp) -> Result<u64> {
+    fn dups(
+        &mut self,
+        node: &crate::format::page::Node<'_>,
+        pgno: u64,
+        dcmp: KeyCmp,
+    ) -> Result<u64> {
         match crate::dupsort::dups_of(node, pgno)? {
             crate::dupsort::Dups::Single(_) => Ok(1),
             crate::dupsort::Dups::SubPage(sub) => {

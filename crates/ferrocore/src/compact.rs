@@ -28,10 +28,9 @@ use std::io::Write;
 use crate::btree::Position;
 use crate::btree::MAX_DEPTH;
 use crate::error::{Error, Result};
-use crate::meta::{DbRecord, Meta, META_WRITE_SIZE};
-use crate::page::{
-    edit, node_flags, overflow_pages, page_flags, read_u16, read_u32, read_u64, PageView, P_INVALID,
-};
+use crate::format::meta::{DbRecord, Meta, META_WRITE_SIZE};
+use crate::format::page::OverflowView;
+use crate::format::page::{edit, node_flags, page_flags, read_u64, PageView, P_INVALID};
 use crate::store::PageSource;
 use crate::txn::{ReadTxn, Source};
 
@@ -373,16 +372,9 @@ impl<S: PageSource + ?Sized> Compactor<'_, '_, S> {
     fn overflow(&mut self, pgno: u64, size: usize) -> Result<u64> {
         let ps = self.ps;
         let first = self.src.page(pgno)?;
-        if read_u16(first, 10) != page_flags::OVERFLOW || read_u64(first, 0) != pgno {
-            return Err(Error::corrupted(pgno, "bad overflow page header"));
-        }
-        let pages = read_u32(first, 12) as usize;
-        if pages < overflow_pages(ps, size) {
-            return Err(Error::corrupted(
-                pgno,
-                "overflow run shorter than its value",
-            ));
-        }
+        let header = OverflowView::parse(first, pgno)?;
+        header.check_holds(ps, size)?;
+        let pages = header.pages;
         let run = self.src.pages(pgno, pages)?;
         let new = self.allocate(pages as u64, pgno)?;
         // The value occupies run[16 .. end]; pages wholly inside it go out as they are.

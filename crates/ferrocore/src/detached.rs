@@ -20,9 +20,9 @@ use crate::btree::State;
 use crate::cursor::{CursorCore, SavedPlace};
 use crate::error::{Error, Result};
 use crate::flags::put_flags;
-use crate::meta::DbRecord;
+use crate::format::meta::DbRecord;
+use crate::format::page::PageShape;
 use crate::order::Orders;
-use crate::page::PageShape;
 use crate::txn::{Database, Item, ReadTxn, Source, WriteCursor, WriteTxn};
 
 /// LMDB's `MDB_cursor_op`, in LMDB's order: the discriminants are the C values.

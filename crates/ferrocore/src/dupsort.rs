@@ -17,12 +17,13 @@
 use crate::btree::Position;
 use crate::btree::{self, PutMode, TreeMut};
 use crate::error::{Error, Result};
-use crate::meta::DbRecord;
-use crate::order::KeyCmp;
-use crate::page::{
+use crate::format::meta::DbRecord;
+use crate::format::page::OverflowView;
+use crate::format::page::{
     edit, even, node_flags, node_max, page_flags, Node, NodeValue, PageView, NODE_HEADER_SIZE,
     PAGE_HEADER_SIZE, P_INVALID,
 };
+use crate::order::KeyCmp;
 use crate::store::{PageSource, PageStore};
 
 /// The values of one key, as its node stores them.
@@ -164,16 +165,9 @@ pub fn free_tree<S: PageStore>(store: &mut S, rec: &DbRecord) -> Result<()> {
             }
         }
         for run in runs {
-            let first = store.page(run)?;
-            if first[10..12] != page_flags::OVERFLOW.to_le_bytes() {
-                return Err(Error::corrupted(
-                    run,
-                    "freeing an overflow run that is not one",
-                ));
-            }
-            let count = crate::page::read_u32(first, 12) as usize;
+            let count = OverflowView::parse(store.page(run)?, run)?.pages;
             // A forged count must not free pages past the file (or billions of them).
-            if count == 0 || store.pages(run, count).is_err() {
+            if store.pages(run, count).is_err() {
                 return Err(Error::corrupted(run, "overflow run length out of range"));
             }
             store.free(run, count)?;

@@ -8,12 +8,12 @@ use std::sync::Mutex;
 
 use crate::error::{Error, Result};
 use crate::flags::env_flags;
+use crate::format::meta::Stat;
+use crate::format::meta::{self, Meta, META_WRITE_SIZE};
+use crate::format::page::{MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 use crate::io::{DataFile, Map, OsFile, DEFAULT_RESERVATION};
 use crate::lock::fork;
 use crate::lock::registry::{self, LockHandle};
-use crate::meta::Stat;
-use crate::meta::{self, Meta, META_WRITE_SIZE};
-use crate::page::{MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 use crate::shared::EnvInner;
 use crate::store::SnapshotPages;
 use crate::txn::{ReadTxn, WriteTxn};

@@ -13,55 +13,11 @@
 use crate::btree::Position;
 use crate::btree::TreeMut;
 use crate::error::{Error, Result};
-use crate::meta::DbRecord;
+use crate::format::idl::{decode_idl, encode_idl_into};
+use crate::format::meta::DbRecord;
+use crate::format::page::overflow_pages;
 use crate::order::KeyCmp;
-use crate::page::read_u64;
 use crate::store::{DirtyPages, PageSource};
-
-/// Decodes an IDL value: count, then that many page numbers.
-pub fn decode_idl(value: &[u8], pgno_for_errors: u64) -> Result<Vec<u64>> {
-    if value.len() < 8 {
-        return Err(Error::corrupted(
-            pgno_for_errors,
-            "free-list record shorter than its count",
-        ));
-    }
-    let count = read_u64(value, 0) as usize;
-    if count.checked_mul(8).is_none_or(|b| b > value.len() - 8) {
-        return Err(Error::corrupted(
-            pgno_for_errors,
-            "free-list record count exceeds its length",
-        ));
-    }
-    let pages: Vec<u64> = value[8..8 + 8 * count]
-        .chunks_exact(8)
-        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
-        .collect();
-    // LMDB's IDLs are sorted descending without repeats, and never list a meta page: a
-    // page listed twice would be handed out twice.
-    if pages.windows(2).any(|w| w[0] <= w[1]) || pages.last().is_some_and(|&p| p < 2) {
-        return Err(Error::corrupted(
-            pgno_for_errors,
-            "free-list record not strictly descending, or listing a meta page",
-        ));
-    }
-    Ok(pages)
-}
-
-/// Encodes an IDL (pages must already be sorted descending), padded to `len` bytes,
-/// into `out` (its old content replaced), reusing its allocation.
-pub fn encode_idl_into(pages: &[u64], len: usize, out: &mut Vec<u8>) {
-    debug_assert!(
-        pages.windows(2).all(|w| w[0] > w[1]),
-        "IDL must be strictly descending"
-    );
-    out.clear();
-    out.reserve(len.max(8 * (pages.len() + 1)));
-    out.extend_from_slice(&(pages.len() as u64).to_le_bytes());
-    out.extend(pages.iter().flat_map(|p| p.to_le_bytes()));
-    // The slack, zeroed (only the bytes past the pages).
-    out.resize(len.max(out.len()), 0);
-}
 
 /// Finds the first free-DB record with a key in `from..limit`: returns its key and pages.
 /// The [`FindReclaimable`](crate::store::FindReclaimable) a write txn's store refills its
@@ -94,11 +50,6 @@ pub fn next_reclaimable(
     Ok(Some((key, pages)))
 }
 
-/// Pages an overflow run of a `len`-byte value takes.
-fn overflow_pages(len: usize, page_size: usize) -> usize {
-    (crate::page::PAGE_HEADER_SIZE + len).div_ceil(page_size)
-}
-
 /// The length a free-DB record of `needed` bytes is first written with: room for the few
 /// pages the next saving round adds, so later rounds rewrite it in place. Whole page
 /// numbers, as LMDB's own records. A large (overflow) record fills the run its exact size
@@ -107,8 +58,8 @@ fn slack_len(needed: usize, page_size: usize) -> usize {
     if needed < page_size / 4 {
         return (needed + needed / 8 + 64).next_multiple_of(8);
     }
-    let pages = overflow_pages(needed, page_size);
-    (pages * page_size - crate::page::PAGE_HEADER_SIZE) / 8 * 8
+    let pages = overflow_pages(page_size, needed);
+    (pages * page_size - crate::format::page::PAGE_HEADER_SIZE) / 8 * 8
 }
 
 /// Writes the txn's free-page bookkeeping into the free DB: deletes the records it
@@ -179,7 +130,7 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
             // as py-lmdb's verify insist), so the slack is given back once; if that moved
             // pages, the loop goes on and the record keeps its slack (readers use the count).
             let same_run =
-                overflow_pages(needed, page_size) == overflow_pages(record_len, page_size);
+                overflow_pages(page_size, needed) == overflow_pages(page_size, record_len);
             if record_len == needed || shrink_tried || !same_run {
                 return Ok(());
             }

@@ -23,19 +23,20 @@
 //!
 //! 0. `error`, `flags` (LMDB's env, DB and put flags), `io` (the map, the [`DataFile`]
 //!    seam, the fault-injecting file);
-//! 1. `page` (on-disk page and node layout, validated views), `lock` (LMDB 0.9's lock
-//!    file: reader table, writer mutex);
-//! 2. `meta` (the two meta pages, DB records), `order` (key and value orders);
-//! 3. `store` (the page seam: snapshot and dirty pages, nested-txn undo, the free-page
-//!    refill hook), `catalog` (named DBs), `seqcache` (lock-free caches);
-//! 4. `btree` (the one descent, positions, put/delete/split/merge, overflow values),
-//!    `shared` (what every txn of an environment shares);
-//! 5. `dupsort` (sorted duplicates), `freelist` (the free DB);
-//! 6. `cursor` (LMDB's cursor state machine), `check` (the integrity checker);
-//! 7. `txn` (read and write txns, the commit, nested txns, cursors);
-//! 8. `bulk` (bottom-up bulk load), `compact` (the compacting copy), `detached` (cursors
+//! 1. `format` (LMDB 0.9's on-disk format: `page` with nodes and the overflow header,
+//!    `meta` with DB records, `idl`), `lock` (LMDB 0.9's lock file: reader table, writer
+//!    mutex);
+//! 2. `order` (key and value orders), `store` (the page seam: snapshot and dirty pages,
+//!    nested-txn undo, the free-page refill hook), `seqcache` (lock-free caches);
+//! 3. `btree` (the one descent, positions, put/delete/split/merge, overflow values),
+//!    `catalog` (named DBs);
+//! 4. `dupsort` (sorted duplicates), `freelist` (the free DB), `shared` (what every txn
+//!    of an environment shares);
+//! 5. `cursor` (LMDB's cursor state machine), `check` (the integrity checker);
+//! 6. `txn` (read and write txns, the commit, nested txns, cursors);
+//! 7. `bulk` (bottom-up bulk load), `compact` (the compacting copy), `detached` (cursors
 //!    the C ABI keeps apart from their txn);
-//! 9. `env` (open, stat, info, copy), `extsort` (external sort for the bulk loader).
+//! 8. `env` (open, stat, info, copy), `extsort` (external sort for the bulk loader).
 
 // `unsafe` lives only in `io` (the map), `lock` (the shared lock file), `env` (the
 // contract of `open`, `sysconf`) and one block of `store` (a WRITE_MAP txn's page in the
@@ -55,14 +56,13 @@ mod env;
 mod error;
 mod extsort;
 mod flags;
+mod format;
 mod freelist;
 #[allow(unsafe_code)]
 mod io;
 #[allow(unsafe_code)]
 mod lock;
-mod meta;
 mod order;
-mod page;
 mod seqcache;
 mod shared;
 mod store;
@@ -78,8 +78,8 @@ pub use env::{
 pub use error::{CommitStep, Error, Result};
 pub use extsort::{ExternalSort, SortOptions, SortedItem, SortedItems};
 pub use flags::{db_flags, env_flags, put_flags};
+pub use format::meta::Stat;
 pub use io::{DataFile, OsFile};
-pub use meta::Stat;
 pub use order::{KeyCmp, Orders};
 pub use txn::{
     Cursor, Database, InactiveReadTxn, Item, NestedLevel, NestedTxn, ReadTxn, WriteCursor, WriteTxn,
@@ -100,7 +100,7 @@ pub mod fault {
 pub mod raw {
     pub use crate::btree::{get_node, view};
     pub use crate::compact::copy_snapshot;
-    pub use crate::meta::{DbRecord, Meta, MetaCheck};
-    pub use crate::page::{node_flags, page_flags, Node, PageView, P_INVALID};
+    pub use crate::format::meta::{DbRecord, Meta, MetaCheck};
+    pub use crate::format::page::{node_flags, page_flags, Node, PageView, P_INVALID};
     pub use crate::store::PageSource;
 }

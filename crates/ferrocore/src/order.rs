@@ -5,7 +5,7 @@
 use std::cmp::Ordering;
 
 use crate::db_flags;
-use crate::page::{read_u32, read_u64};
+use crate::format::page::{read_u32, read_u64};
 
 /// The key order of a database, chosen once when the database is opened (seed 003: the
 /// comparison is the hottest function). The built-in orders are variants rather than

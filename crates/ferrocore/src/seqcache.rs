@@ -8,7 +8,7 @@
 
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
-use crate::meta::{DbRecord, Meta};
+use crate::format::meta::{DbRecord, Meta};
 
 /// One seqlock-protected slot of `N` words, tagged with a key.
 pub struct Slot<const N: usize> {

@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use crate::error::{Error, Result};
+use crate::format::meta::{self, Meta, META_WRITE_SIZE};
 use crate::io::{DataFile, Map};
 use crate::lock::fork;
 use crate::lock::registry::LockHandle;
-use crate::meta::{self, Meta, META_WRITE_SIZE};
 
 /// State shared by every transaction of an environment.
 pub struct EnvInner {

@@ -12,8 +12,8 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::error::{Error, Result};
+use crate::format::meta::DbRecord;
 use crate::io::{DataFile, Map};
-use crate::meta::DbRecord;
 
 /// Read access to pages by number.
 pub trait PageSource {
@@ -650,7 +650,7 @@ impl PageStore for DirtyPages<'_> {
         }
         let src = self.snapshot_pages(pgno, 1)?;
         // Edits in place trust node offsets: check the whole page before taking it over.
-        let view = crate::page::PageView::parse(src, pgno)?;
+        let view = crate::format::page::PageView::parse(src, pgno)?;
         view.validate_all()?;
         let (lower, upper) = view.bounds();
         let new = self.alloc(1)?;
@@ -659,7 +659,7 @@ impl PageStore for DirtyPages<'_> {
         // nothing (as in LMDB, whatever bytes it has are never read).
         buf[..lower].copy_from_slice(&src[..lower]);
         buf[upper..].copy_from_slice(&src[upper..]);
-        crate::page::edit::set_pgno(buf, new);
+        crate::format::page::edit::set_pgno(buf, new);
         self.free(pgno, 1)?;
         Ok(new)
     }

@@ -1,7 +1,7 @@
 //! Delete, and the rebalancing that keeps pages at least a quarter full.
 
 use crate::error::Result;
-use crate::page::{edit, node_flags, page_flags, NodeValue, PAGE_HEADER_SIZE, P_INVALID};
+use crate::format::page::{edit, node_flags, page_flags, NodeValue, PAGE_HEADER_SIZE, P_INVALID};
 use crate::store::PageStore;
 
 use super::nodes::Nodes;

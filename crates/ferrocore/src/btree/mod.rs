@@ -25,7 +25,7 @@ pub use put::{PutMode, TreeMut};
 pub use search::{get, get_node, leaf_search, node_value, search, search_leaf};
 
 use crate::error::Result;
-use crate::page::{PageView, P_INVALID};
+use crate::format::page::{PageView, P_INVALID};
 use crate::store::PageSource;
 
 /// Maximum tree depth: a deeper tree is treated as corrupted (it would need more pages than

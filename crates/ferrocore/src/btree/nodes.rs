@@ -1,7 +1,7 @@
 //! Nodes copied out of pages, and where a split divides them.
 
 use crate::error::{Error, Result};
-use crate::page::{edit, even, read_u16, NodeValue, PageView, NODE_HEADER_SIZE};
+use crate::format::page::{edit, even, read_u16, NodeValue, PageView, NODE_HEADER_SIZE};
 
 thread_local! {
     /// A split's scratch: the new node, the page's nodes, and the separator key.
@@ -109,7 +109,7 @@ impl Nodes {
     /// Replaces node `i`'s key (branch nodes only: the data field is empty).
     pub(super) fn set_branch_key(&mut self, i: usize, key: &[u8]) {
         let mut raw = self.raw(i)[..NODE_HEADER_SIZE].to_vec();
-        crate::page::write_u16(&mut raw, 6, key.len() as u16);
+        crate::format::page::write_u16(&mut raw, 6, key.len() as u16);
         raw.extend_from_slice(key);
         let start = self.bytes.len();
         self.bytes.extend_from_slice(&raw);

@@ -2,9 +2,9 @@
 //! and `prev` usually stay on their leaf and only climb when they leave it.
 
 use crate::error::{Error, Result};
-use crate::meta::DbRecord;
+use crate::format::meta::DbRecord;
+use crate::format::page::{Node, P_INVALID};
 use crate::order::KeyCmp;
-use crate::page::{Node, P_INVALID};
 use crate::store::PageSource;
 
 use super::search::{descend_edge, search};

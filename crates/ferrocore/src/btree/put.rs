@@ -3,12 +3,13 @@
 use std::cmp::Ordering;
 
 use crate::error::{Error, Result};
-use crate::meta::DbRecord;
-use crate::order::{cmp_lexicographic, KeyCmp};
-use crate::page::{
+use crate::format::meta::DbRecord;
+use crate::format::page::OverflowView;
+use crate::format::page::{
     edit, node_flags, node_max, overflow_pages, page_flags, read_u32, NodeValue, NODE_HEADER_SIZE,
     PAGE_HEADER_SIZE, P_INVALID,
 };
+use crate::order::{cmp_lexicographic, KeyCmp};
 use crate::store::PageStore;
 
 use super::nodes::{choose_split, Nodes, SPLIT_SCRATCH};
@@ -87,16 +88,9 @@ impl<S: PageStore> TreeMut<'_, S> {
 
     /// Frees the overflow run that starts at `pgno` (its length read from its header).
     pub(super) fn free_overflow(&mut self, pgno: u64) -> Result<()> {
-        let first = self.store.page(pgno)?;
-        if first[10..12] != page_flags::OVERFLOW.to_le_bytes() {
-            return Err(Error::corrupted(
-                pgno,
-                "freeing an overflow run that is not one",
-            ));
-        }
-        let count = read_u32(first, 12) as usize;
+        let count = OverflowView::parse(self.store.page(pgno)?, pgno)?.pages;
         // A forged count must not free pages past the file (or billions of them).
-        if count == 0 || self.store.pages(pgno, count).is_err() {
+        if self.store.pages(pgno, count).is_err() {
             return Err(Error::corrupted(pgno, "overflow run length out of range"));
         }
         self.store.free(pgno, count)?;

@@ -3,12 +3,12 @@
 use std::cmp::Ordering;
 
 use crate::error::{Error, Result};
-use crate::meta::DbRecord;
-use crate::order::{cmp_lexicographic, with_order, KeyCmp};
-use crate::page::{
-    node_flags, overflow_pages, page_flags, read_u32, read_u64, Node, PageView, PAGE_HEADER_SIZE,
-    P_INVALID,
+use crate::format::meta::DbRecord;
+use crate::format::page::OverflowView;
+use crate::format::page::{
+    node_flags, overflow_pages, Node, PageView, PAGE_HEADER_SIZE, P_INVALID,
 };
+use crate::order::{cmp_lexicographic, with_order, KeyCmp};
 use crate::store::PageSource;
 
 use super::{view, Path, MAX_DEPTH};
@@ -236,20 +236,8 @@ fn node_value_slow<'s, S: PageSource + ?Sized>(src: &'s S, node: &Node<'s>) -> R
     }
     let pgno = node.overflow_pgno();
     let size = node.data_size();
+    OverflowView::parse(src.page(pgno)?, pgno)?.check_holds(src.page_size(), size)?;
     let run = overflow_pages(src.page_size(), size);
-    let first = src.page(pgno)?;
-    if first[10..12] != page_flags::OVERFLOW.to_le_bytes() || read_u64(first, 0) != pgno {
-        return Err(Error::corrupted(
-            pgno,
-            "overflow value points at a page that is not an overflow page",
-        ));
-    }
-    if (read_u32(first, 12) as usize) < run {
-        return Err(Error::corrupted(
-            pgno,
-            "overflow run shorter than its value",
-        ));
-    }
     let pages = src.pages(pgno, run)?;
     Ok(&pages[PAGE_HEADER_SIZE..PAGE_HEADER_SIZE + size])
 }

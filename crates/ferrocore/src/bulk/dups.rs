@@ -8,8 +8,8 @@
 
 use crate::dupsort::encode_subpage_into;
 use crate::error::{Error, Result};
-use crate::meta::DbRecord;
-use crate::page::{even, node_flags, node_max, NODE_HEADER_SIZE, PAGE_HEADER_SIZE};
+use crate::format::meta::DbRecord;
+use crate::format::page::{even, node_flags, node_max, NODE_HEADER_SIZE, PAGE_HEADER_SIZE};
 use crate::store::DirtyPages;
 
 use super::tree::TreeBuilder;

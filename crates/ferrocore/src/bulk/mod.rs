@@ -7,9 +7,9 @@ mod tree;
 use std::cmp::Ordering;
 
 use crate::error::{Error, Result};
-use crate::meta::DbRecord;
+use crate::format::meta::DbRecord;
+use crate::format::page::P_INVALID;
 use crate::order::Orders;
-use crate::page::P_INVALID;
 use crate::store::PageSource;
 use crate::txn::{Database, NestedLevel, WriteTxn};
 

@@ -14,8 +14,8 @@
 
 use crate::btree::MAX_DEPTH;
 use crate::error::{Error, Result};
-use crate::meta::DbRecord;
-use crate::page::{
+use crate::format::meta::DbRecord;
+use crate::format::page::{
     edit, node_flags, node_max, overflow_pages, page_flags, NodeValue, PageView, NODE_HEADER_SIZE,
     PAGE_HEADER_SIZE,
 };

@@ -13,9 +13,9 @@ pub use place::SavedPlace;
 
 use crate::btree::{view, Position, State};
 use crate::error::{Error, Result};
-use crate::meta::DbRecord;
+use crate::format::meta::DbRecord;
+use crate::format::page::{node_flags, Node, PageView};
 use crate::order::KeyCmp;
-use crate::page::{node_flags, Node, PageView};
 use crate::store::PageSource;
 
 /// Where a cursor stands among the values of its key in a DUPSORT DB.

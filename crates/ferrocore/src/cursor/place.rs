@@ -3,7 +3,7 @@
 
 use crate::btree::State;
 use crate::error::{Error, Result};
-use crate::meta::DbRecord;
+use crate::format::meta::DbRecord;
 use crate::store::PageSource;
 
 use super::*;

@@ -3,8 +3,8 @@
 
 use crate::btree::{self, view, State};
 use crate::error::{Error, Result};
+use crate::format::page::{PageView, PAGE_HEADER_SIZE};
 use crate::order::KeyCmp;
-use crate::page::{PageView, PAGE_HEADER_SIZE};
 use crate::store::PageSource;
 
 use super::*;

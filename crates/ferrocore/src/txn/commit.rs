@@ -32,8 +32,8 @@ use std::sync::atomic::Ordering;
 use crate::btree::{PutMode, TreeMut};
 use crate::error::{CommitStep, Error, Result};
 use crate::flags::env_flags;
+use crate::format::meta::{DbRecord, Meta, META_WRITE_SIZE};
 use crate::freelist;
-use crate::meta::{DbRecord, Meta, META_WRITE_SIZE};
 use crate::order::KeyCmp;
 use crate::shared::EnvInner;
 
@@ -73,7 +73,7 @@ impl WriteTxn<'_> {
             // Under the name it was loaded with (its handle may name another DB by now).
             let name = self.named[&dbi].name.clone();
             let mode = PutMode {
-                node_flags: crate::page::node_flags::SUBDATA,
+                node_flags: crate::format::page::node_flags::SUBDATA,
                 ..PutMode::default()
             };
             TreeMut {

@@ -5,9 +5,9 @@ use crate::btree::{self};
 use crate::cursor::{dup_value, CursorCore, DupPos};
 use crate::error::{Error, Result};
 use crate::flags::put_flags;
-use crate::meta::DbRecord;
+use crate::format::meta::DbRecord;
+use crate::format::page::{Node, PageShape, PageView};
 use crate::order::Orders;
-use crate::page::{Node, PageShape, PageView};
 use crate::store::{DirtyPages, PageSource, SnapshotPages};
 
 use super::*;

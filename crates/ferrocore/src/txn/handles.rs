@@ -10,7 +10,7 @@ use crate::btree::{self};
 use crate::catalog::KNOWN_FLAGS;
 use crate::dupsort::{self};
 use crate::error::{Error, Result};
-use crate::meta::DbRecord;
+use crate::format::meta::DbRecord;
 use crate::order::{KeyCmp, Orders};
 use crate::shared::EnvInner;
 use crate::store::PageSource;
@@ -163,7 +163,7 @@ pub(super) fn named_record<S: PageSource + ?Sized>(
     let Some((node_flags, data)) = btree::get_node(src, main, KeyCmp::Lexicographic, name)? else {
         return Ok(None);
     };
-    if node_flags & crate::page::node_flags::SUBDATA == 0 || data.len() != DbRecord::SIZE {
+    if node_flags & crate::format::page::node_flags::SUBDATA == 0 || data.len() != DbRecord::SIZE {
         return Err(Error::Incompatible);
     }
     Ok(Some(DbRecord::decode(data)))
@@ -233,7 +233,7 @@ pub(super) fn read_value<'s, S: PageSource + ?Sized>(
     let Some(dcmp) = orders.dup else {
         return btree::get(src, rec, cmp, key);
     };
-    if rec.root == crate::page::P_INVALID {
+    if rec.root == crate::format::page::P_INVALID {
         return Ok(None);
     }
     let mut path = btree::Path::default();

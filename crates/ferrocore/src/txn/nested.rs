@@ -1,7 +1,7 @@
 //! Nested write txns: their changes join the parent on commit and vanish on abort.
 
 use crate::error::{Error, Result};
-use crate::meta::DbRecord;
+use crate::format::meta::DbRecord;
 
 use super::*;
 

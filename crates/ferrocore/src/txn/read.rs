@@ -4,8 +4,8 @@ use std::cell::{Cell, RefCell};
 use std::sync::atomic::Ordering;
 
 use crate::error::{Error, Result};
+use crate::format::meta::{DbRecord, Meta, Stat, META_WRITE_SIZE};
 use crate::lock::LockFile;
-use crate::meta::{DbRecord, Meta, Stat, META_WRITE_SIZE};
 use crate::order::Orders;
 use crate::shared::EnvInner;
 use crate::store::{PageSource, SnapshotPages};

@@ -9,9 +9,9 @@ use crate::cursor::CursorCore;
 use crate::dupsort::{self, DupTree};
 use crate::error::{Error, Result};
 use crate::flags::{env_flags, put_flags};
+use crate::format::meta::{DbRecord, Meta, Stat};
 use crate::freelist;
 use crate::lock::mutex::Locked;
-use crate::meta::{DbRecord, Meta, Stat};
 use crate::order::{KeyCmp, Orders};
 use crate::shared::EnvInner;
 use crate::store::{DirtyPages, MappedWrites, PageStore, Reclaim};
@@ -315,7 +315,7 @@ impl<'env> WriteTxn<'env> {
                 self.handles.opened.set(true);
                 // As LMDB does, the record enters the main DB at once (rewritten at commit).
                 let mode = PutMode {
-                    node_flags: crate::page::node_flags::SUBDATA,
+                    node_flags: crate::format::page::node_flags::SUBDATA,
                     ..PutMode::default()
                 };
                 let record = DbRecord::empty(db_flags).to_bytes();
@@ -544,12 +544,12 @@ impl<'env> WriteTxn<'env> {
         let (idx, exact) = btree::search(&self.pages, &record, orders.key, key, &mut path)?;
         debug_assert!(exact, "the key just stored is found");
         let node = btree::view(&self.pages, path.leaf())?.node(idx)?;
-        if node.flags & crate::page::node_flags::BIGDATA != 0 {
+        if node.flags & crate::format::page::node_flags::BIGDATA != 0 {
             let run = node.overflow_pgno();
-            let start = crate::page::PAGE_HEADER_SIZE;
+            let start = crate::format::page::PAGE_HEADER_SIZE;
             return Ok(&mut self.pages.dirty_mut(run)[start..start + len]);
         }
-        Ok(crate::page::edit::inline_data_mut(
+        Ok(crate::format::page::edit::inline_data_mut(
             self.pages.dirty_mut(path.leaf()),
             idx,
         ))
@@ -618,7 +618,7 @@ impl<'env> WriteTxn<'env> {
             db: &mut self.main_db,
             cmp: main_orders.key,
         }
-        .delete_kind(&name, crate::page::node_flags::SUBDATA);
+        .delete_kind(&name, crate::format::page::node_flags::SUBDATA);
         self.note(r)?;
         self.named.remove(&db.0);
         self.deleted_named.push((db.0, rec.flags));

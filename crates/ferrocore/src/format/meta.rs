@@ -17,7 +17,7 @@
 //! ignored rather than taken for a torn write.
 
 use crate::error::{Error, Result};
-use crate::page::{
+use crate::format::page::{
     page_flags, read_u16, read_u32, read_u64, write_u16, write_u32, write_u64, P_INVALID,
 };
 
@@ -37,9 +37,10 @@ pub const META_WRITE_SIZE: usize = META_END + TRAILER_SIZE;
 // The meta page's layout, checked when the crate compiles: LMDB's `MDB_meta` (magic,
 // version, address, map size, two 48-byte records, last page, txn id) after the page
 // header, then ferrocore's trailer, all within the smallest page.
-const _: () =
-    assert!(META_END == crate::page::PAGE_HEADER_SIZE + 4 + 4 + 8 + 8 + 2 * DbRecord::SIZE + 8 + 8);
-const _: () = assert!(META_WRITE_SIZE <= crate::page::MIN_PAGE_SIZE);
+const _: () = assert!(
+    META_END == crate::format::page::PAGE_HEADER_SIZE + 4 + 4 + 8 + 8 + 2 * DbRecord::SIZE + 8 + 8
+);
+const _: () = assert!(META_WRITE_SIZE <= crate::format::page::MIN_PAGE_SIZE);
 // `MDB_db`: pad (u32), flags and depth (u16), then five u64s.
 const _: () = assert!(DbRecord::SIZE == 4 + 2 + 2 + 5 * 8);
 

@@ -1,0 +1,50 @@
+//! ID lists (LMDB's IDL): the value of a free-DB record, a u64 count followed by that
+//! many page numbers in descending order.
+
+use crate::error::{Error, Result};
+use crate::format::page::read_u64;
+
+/// Decodes an IDL value: count, then that many page numbers.
+pub fn decode_idl(value: &[u8], pgno_for_errors: u64) -> Result<Vec<u64>> {
+    if value.len() < 8 {
+        return Err(Error::corrupted(
+            pgno_for_errors,
+            "free-list record shorter than its count",
+        ));
+    }
+    let count = read_u64(value, 0) as usize;
+    if count.checked_mul(8).is_none_or(|b| b > value.len() - 8) {
+        return Err(Error::corrupted(
+            pgno_for_errors,
+            "free-list record count exceeds its length",
+        ));
+    }
+    let pages: Vec<u64> = value[8..8 + 8 * count]
+        .chunks_exact(8)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+        .collect();
+    // LMDB's IDLs are sorted descending without repeats, and never list a meta page: a
+    // page listed twice would be handed out twice.
+    if pages.windows(2).any(|w| w[0] <= w[1]) || pages.last().is_some_and(|&p| p < 2) {
+        return Err(Error::corrupted(
+            pgno_for_errors,
+            "free-list record not strictly descending, or listing a meta page",
+        ));
+    }
+    Ok(pages)
+}
+
+/// Encodes an IDL (pages must already be sorted descending), padded to `len` bytes,
+/// into `out` (its old content replaced), reusing its allocation.
+pub fn encode_idl_into(pages: &[u64], len: usize, out: &mut Vec<u8>) {
+    debug_assert!(
+        pages.windows(2).all(|w| w[0] > w[1]),
+        "IDL must be strictly descending"
+    );
+    out.clear();
+    out.reserve(len.max(8 * (pages.len() + 1)));
+    out.extend_from_slice(&(pages.len() as u64).to_le_bytes());
+    out.extend(pages.iter().flat_map(|p| p.to_le_bytes()));
+    // The slack, zeroed (only the bytes past the pages).
+    out.resize(len.max(out.len()), 0);
+}
