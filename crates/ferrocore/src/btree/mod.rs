@@ -19,6 +19,8 @@ mod nodes;
 mod position;
 mod put;
 mod search;
+#[cfg(test)]
+mod tests;
 
 pub use position::{Position, State};
 pub use put::{PutMode, TreeMut};

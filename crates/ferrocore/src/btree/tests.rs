@@ -1,0 +1,211 @@
+//! Unit tests of the tree over pages in memory (`store::memory`): no file, no map, no
+//! transaction. Random puts and deletes against a `BTreeMap`, with a "commit" every few
+//! operations so that copy-on-write runs; after each phase every key is looked up, the
+//! tree is scanned both ways, and every page is accounted for (reachable once, or freed).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::format::meta::DbRecord;
+use crate::format::page::{node_flags, OverflowView, PageView, P_INVALID};
+use crate::order::KeyCmp;
+use crate::store::memory::MemoryPages;
+use crate::store::PageSource;
+
+use super::{get, Position, PutMode, TreeMut};
+
+/// splitmix64, for the test's data.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Pages reachable from `db`'s root: (branch, leaf, overflow), each page seen once.
+fn reachable(src: &MemoryPages, db: &DbRecord, seen: &mut BTreeSet<u64>) -> (u64, u64, u64) {
+    let mut counts = (0, 0, 0);
+    if db.root == P_INVALID {
+        return counts;
+    }
+    let mut stack = vec![db.root];
+    while let Some(pgno) = stack.pop() {
+        assert!(seen.insert(pgno), "page {pgno} reachable twice");
+        let page = PageView::parse(src.page(pgno).unwrap(), pgno).unwrap();
+        for i in 0..page.num_keys() {
+            if page.is_branch() {
+                stack.push(page.child(i).unwrap());
+                continue;
+            }
+            let node = page.node(i).unwrap();
+            if node.flags & node_flags::BIGDATA != 0 {
+                let run = node.overflow_pgno();
+                let header = OverflowView::parse(src.page(run).unwrap(), run).unwrap();
+                for p in run..run + header.pages as u64 {
+                    assert!(seen.insert(p), "overflow page {p} reachable twice");
+                }
+                counts.2 += header.pages as u64;
+            }
+        }
+        if page.is_branch() {
+            counts.0 += 1;
+        } else {
+            counts.1 += 1;
+        }
+    }
+    counts
+}
+
+/// The tree holds exactly `model`, in `cmp`'s order, and its pages add up.
+fn assert_matches(
+    src: &MemoryPages,
+    db: &DbRecord,
+    cmp: KeyCmp,
+    model: &BTreeMap<Vec<u8>, Vec<u8>>,
+) {
+    let mut want: Vec<(&[u8], &[u8])> = model.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+    want.sort_by(|a, b| cmp.compare(a.0, b.0));
+    for (k, v) in &want {
+        assert_eq!(get(src, db, cmp, k).unwrap(), Some(*v), "get {k:?}");
+    }
+    assert_eq!(db.entries, want.len() as u64, "entries");
+
+    let mut forward = Vec::new();
+    let mut pos = Position::default();
+    while pos.next(src, db).unwrap() {
+        let (k, v) = pos.current(src).unwrap();
+        forward.push((k, v));
+    }
+    assert_eq!(forward, want, "forward scan");
+    let mut backward = Vec::new();
+    let mut pos = Position::default();
+    while pos.prev(src, db).unwrap() {
+        backward.push(pos.current(src).unwrap());
+    }
+    backward.reverse();
+    assert_eq!(backward, want, "backward scan");
+
+    let mut seen = BTreeSet::new();
+    let (branch, leaf, overflow) = reachable(src, db, &mut seen);
+    assert_eq!(
+        (branch, leaf, overflow),
+        (db.branch_pages, db.leaf_pages, db.overflow_pages),
+        "page counts of the record"
+    );
+    let (allocated, freed) = src.counts();
+    assert_eq!(
+        seen.len() as u64 + freed,
+        allocated,
+        "every page allocated is reachable once or freed"
+    );
+}
+
+fn key_for(rng: &mut Rng, cmp: KeyCmp) -> Vec<u8> {
+    match cmp {
+        KeyCmp::Integer => rng.below(5_000).to_ne_bytes().to_vec(),
+        _ => {
+            let len = 1 + rng.below(40) as usize;
+            (0..len).map(|_| b'a' + rng.below(4) as u8).collect()
+        }
+    }
+}
+
+fn value_for(rng: &mut Rng, page_size: usize) -> Vec<u8> {
+    // Mostly small; some past the node limit, into overflow runs of one page or several.
+    let len = match rng.below(20) {
+        0 => page_size / 2 + rng.below(3 * page_size as u64) as usize,
+        _ => rng.below(120) as usize,
+    };
+    vec![rng.below(256) as u8; len]
+}
+
+fn random_ops(page_size: usize, cmp: KeyCmp, seed: u64) {
+    let mut rng = Rng(seed);
+    let mut src = MemoryPages::new(page_size);
+    let mut db = DbRecord::empty(0);
+    let mut model = BTreeMap::new();
+    for phase in 0..6 {
+        // Phases grow the tree, then shrink it to nothing, then grow it again.
+        let delete_share = [0, 1, 9, 10, 10, 2][phase];
+        for op in 0..1_500 {
+            let key = key_for(&mut rng, cmp);
+            let mut tree = TreeMut {
+                store: &mut src,
+                db: &mut db,
+                cmp,
+            };
+            if rng.below(10) < delete_share {
+                let victim = model
+                    .keys()
+                    .nth(rng.below(model.len().max(1) as u64) as usize)
+                    .cloned();
+                let key = victim.unwrap_or(key);
+                assert_eq!(tree.delete(&key).unwrap(), model.remove(&key).is_some());
+            } else {
+                let value = value_for(&mut rng, page_size);
+                tree.put(&key, &value, PutMode::default()).unwrap();
+                model.insert(key, value);
+            }
+            if op % 97 == 0 {
+                src.end_txn();
+            }
+        }
+        assert_matches(&src, &db, cmp, &model);
+    }
+}
+
+#[test]
+fn random_puts_and_deletes_match_a_map() {
+    for (page_size, seed) in [(4096, 1), (4096, 2), (8192, 3)] {
+        random_ops(page_size, KeyCmp::Lexicographic, seed);
+    }
+}
+
+#[test]
+fn other_orders_keep_their_order() {
+    random_ops(4096, KeyCmp::Reverse, 4);
+    random_ops(4096, KeyCmp::Integer, 5);
+}
+
+#[test]
+fn append_fills_pages_in_order() {
+    let mut src = MemoryPages::new(4096);
+    let mut db = DbRecord::empty(0);
+    let mut model = BTreeMap::new();
+    let append = PutMode {
+        append: true,
+        ..PutMode::default()
+    };
+    for i in 0u32..20_000 {
+        let key = i.to_be_bytes().to_vec();
+        TreeMut {
+            store: &mut src,
+            db: &mut db,
+            cmp: KeyCmp::Lexicographic,
+        }
+        .put(&key, b"value", append)
+        .unwrap();
+        model.insert(key, b"value".to_vec());
+    }
+    // A key that does not sort last is refused, and changes nothing.
+    let err = TreeMut {
+        store: &mut src,
+        db: &mut db,
+        cmp: KeyCmp::Lexicographic,
+    }
+    .put(&5u32.to_be_bytes(), b"late", append)
+    .unwrap_err();
+    assert!(matches!(err, crate::error::Error::KeyExist), "{err:?}");
+    assert_matches(&src, &db, KeyCmp::Lexicographic, &model);
+    // Appended leaves are full: 20,000 nodes of 8 + 4 + 5 bytes (+ 2 for the slot) fit
+    // 4080 / 20 = 204 to a page, so about 98 leaves, where splits in the middle make ~200.
+    assert!(db.leaf_pages <= 100, "{} leaves", db.leaf_pages);
+}

@@ -1,0 +1,147 @@
+//! The seam between the tree code and page storage.
+//!
+//! Tree algorithms (`btree`, `cursor`) see pages only through [`PageSource`] (read a page
+//! by number) and [`PageStore`] (make a page writable, allocate, free). The map-backed
+//! implementations live here: [`SnapshotPages`] for read transactions and [`DirtyPages`]
+//! for the write transaction, which keeps every page it changes in memory until commit
+//! (copy-on-write: a page reachable from a committed meta is never written in place).
+//! Under `WRITE_MAP` the write txn's pages are not in memory but in the writable map
+//! itself, at their own page numbers: pages no reader and no durable meta can reach.
+//!
+//! Files: `snapshot` (a read txn's pages), `dirty` (the write txn's pages, allocation and
+//! spare buffers), `mapped` (`WRITE_MAP`: the file grown before a page is written through
+//! the map), `reclaim` (the refill hook through which the free list hands back pages),
+//! `nested` (what a nested txn's abort undoes), and, for unit tests of the tree, `memory`
+//! (pages in a vector).
+
+mod dirty;
+mod mapped;
+#[cfg(test)]
+pub(crate) mod memory;
+mod nested;
+mod reclaim;
+mod snapshot;
+
+pub use dirty::{DirtyPages, FreePages, SpareBuffers};
+pub use mapped::MappedWrites;
+pub use reclaim::Reclaim;
+pub use snapshot::SnapshotPages;
+
+use dirty::PageBuf;
+use nested::NestLevel;
+use snapshot::map_pages;
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::error::Result;
+
+/// Read access to pages by number.
+pub trait PageSource {
+    /// Page size in bytes.
+    fn page_size(&self) -> usize;
+
+    /// `count` consecutive pages starting at `pgno`, checked to lie within the snapshot.
+    fn pages(&self, pgno: u64, count: usize) -> Result<&[u8]>;
+
+    /// One page.
+    #[inline]
+    fn page(&self, pgno: u64) -> Result<&[u8]> {
+        self.pages(pgno, 1)
+    }
+}
+
+/// Write access: what copy-on-write tree mutation needs.
+pub trait PageStore: PageSource {
+    /// True if `pgno` was allocated by this transaction (and so may be written in place).
+    fn is_dirty(&self, pgno: u64) -> bool;
+
+    /// The buffer of a dirty page (or overflow run). Panics if `pgno` is not dirty.
+    fn dirty_mut(&mut self, pgno: u64) -> &mut [u8];
+
+    /// Returns the number of a writable copy of `pgno`: itself if dirty, else a new page
+    /// holding a copy (the old page is freed as of this transaction).
+    fn touch(&mut self, pgno: u64) -> Result<u64>;
+
+    /// Allocates `count` consecutive new pages (content unspecified).
+    fn alloc(&mut self, count: usize) -> Result<u64>;
+
+    /// Frees `count` consecutive pages starting at `pgno`. `Corrupted` (and nothing freed)
+    /// unless they are pages this store holds: at least one, past the metas, within the
+    /// snapshot or within the dirty run at `pgno` (a run length read from a damaged file
+    /// may say anything).
+    fn free(&mut self, pgno: u64, count: usize) -> Result<()>;
+}
+
+/// A cheap hasher for page numbers (they are already well spread in their low bits).
+#[derive(Default)]
+pub struct PgnoHasher(u64);
+
+impl Hasher for PgnoHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(n as u64);
+    }
+}
+
+/// Map from page number to something, hashed cheaply.
+pub type PgnoMap<V> = HashMap<u64, V, BuildHasherDefault<PgnoHasher>>;
+
+/// Appends to `out` the elements of `a` and `b`, both in descending order, in descending
+/// order. Walks the shorter list and copies the longer one in blocks between its elements
+/// (a commit merges a few pages into a free list of thousands).
+pub fn merge_descending(a: &[u64], b: &[u64], out: &mut Vec<u64>) {
+    let (short, mut long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    out.reserve(a.len() + b.len());
+    for &x in short {
+        // The elements of `long` that come before `x` (greater, or equal: the order
+        // between equal elements does not matter).
+        let before = long.partition_point(|&y| y >= x);
+        out.extend_from_slice(&long[..before]);
+        out.push(x);
+        long = &long[before..];
+    }
+    out.extend_from_slice(long);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merge_descending;
+
+    #[test]
+    fn merge_descending_matches_a_sort() {
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        for round in 0..200 {
+            let (na, nb) = ((next() % 40) as usize, (next() % (1 + round)) as usize);
+            let mut a: Vec<u64> = (0..na).map(|_| next() % 500).collect();
+            let mut b: Vec<u64> = (0..nb).map(|_| next() % 500).collect();
+            a.sort_unstable_by(|x, y| y.cmp(x));
+            b.sort_unstable_by(|x, y| y.cmp(x));
+            let mut out = vec![9999];
+            merge_descending(&a, &b, &mut out);
+            let mut want: Vec<u64> = a.iter().chain(&b).copied().collect();
+            want.sort_unstable_by(|x, y| y.cmp(x));
+            assert_eq!(out[0], 9999, "appends to what `out` holds");
+            assert_eq!(&out[1..], &want[..], "a={a:?} b={b:?}");
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! Nested txns over the write txn's pages: what a nested txn changed in its parent's pages,
+//! so that aborting it restores them.
+
+use std::hash::BuildHasherDefault;
+
+
+use super::*;
+
+/// What a nested txn changed in its parent's pages, so that aborting it can restore them.
+pub(super) struct NestLevel {
+    /// Pages dirty before the nested txn began that it has changed or freed: their
+    /// content as the parent left it (always heap buffers: no nesting under WRITE_MAP).
+    pub(super) saved: PgnoMap<PageBuf>,
+    /// Pages the nested txn allocated.
+    pub(super) allocated: std::collections::HashSet<u64, BuildHasherDefault<PgnoHasher>>,
+    /// The parent's free-page lists, allocation point and reclaim position.
+    pub(super) free: FreePages,
+    pub(super) next_pgno: u64,
+    pub(super) reclaim: Reclaim,
+}
+
+impl DirtyPages<'_> {
+    /// Starts a nested txn: from here on, changes can be undone by [`Self::abort_nested`].
+    pub fn begin_nested(&mut self) {
+        assert!(self.mapped.is_none(), "no nested txn under WRITE_MAP");
+        self.nested.push(NestLevel {
+            saved: PgnoMap::default(),
+            allocated: Default::default(),
+            free: self.free.clone(),
+            next_pgno: self.next_pgno,
+            reclaim: self.reclaim.clone(),
+        });
+    }
+
+    /// Undoes everything since the matching `begin_nested`.
+    pub fn abort_nested(&mut self) {
+        let level = self.nested.pop().expect("a nested txn to abort");
+        for pgno in level.allocated {
+            if let Some(PageBuf::Heap(buf)) = self.dirty.remove(&pgno) {
+                if buf.len() == self.page_size {
+                    self.spare.push(buf);
+                }
+            }
+        }
+        for (pgno, buf) in level.saved {
+            self.dirty.insert(pgno, buf);
+        }
+        self.free = level.free;
+        self.next_pgno = level.next_pgno;
+        self.reclaim = level.reclaim;
+    }
+
+    /// Keeps everything since the matching `begin_nested`, as part of the parent.
+    pub fn commit_nested(&mut self) {
+        let level = self.nested.pop().expect("a nested txn to commit");
+        if let Some(parent) = self.nested.last_mut() {
+            // The parent's own undo keeps the oldest copy of each page.
+            for (pgno, buf) in level.saved {
+                if !parent.allocated.contains(&pgno) && !parent.saved.contains_key(&pgno) {
+                    parent.saved.insert(pgno, buf);
+                }
+            }
+            parent.allocated.extend(level.allocated);
+        }
+    }
+
+    /// Before a nested txn changes or frees a page its parent had dirty, keep a copy.
+    #[inline]
+    pub(super) fn save_for_nested(&mut self, pgno: u64) {
+        let Some(level) = self.nested.last_mut() else {
+            return;
+        };
+        if level.allocated.contains(&pgno) || level.saved.contains_key(&pgno) {
+            return;
+        }
+        if let Some(PageBuf::Heap(buf)) = self.dirty.get(&pgno) {
+            level.saved.insert(pgno, PageBuf::Heap(buf.clone()));
+        }
+    }
+}

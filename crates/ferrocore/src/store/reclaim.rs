@@ -1,0 +1,68 @@
+//! The refill hook of the page allocator: where the write txn finds the next free-DB
+//! record it may take pages from.
+
+use crate::error::Result;
+use crate::format::meta::DbRecord;
+
+use super::*;
+
+/// Finds the first free-DB record with a key in `from..limit` and returns its key and
+/// pages. The free list's format is not the store's business: the write txn plugs in
+/// `freelist::next_reclaimable`.
+pub type FindReclaimable = fn(
+    src: &dyn PageSource,
+    free_db: &DbRecord,
+    from: u64,
+    limit: u64,
+) -> Result<Option<(u64, Vec<u64>)>>;
+
+/// Where a write txn's store looks for the next reclaimable free-DB record when its free
+/// pages run out (the refill hook of the page allocator).
+#[derive(Clone, Debug)]
+pub struct Reclaim {
+    /// The free DB as of the txn's base snapshot (it does not change until commit).
+    pub(super) free_db: DbRecord,
+    /// Records with keys below this may be reclaimed.
+    pub(super) limit: u64,
+    /// Look for keys `>= next_key`.
+    pub(super) next_key: u64,
+    /// Keys consumed so far, to delete at commit.
+    pub consumed: Vec<u64>,
+    pub(super) active: bool,
+    pub(super) find: FindReclaimable,
+}
+
+impl Reclaim {
+    /// Reclaiming from `free_db` records with keys `< limit`, found by `find`.
+    pub fn new(free_db: DbRecord, limit: u64, find: FindReclaimable) -> Self {
+        Reclaim {
+            free_db,
+            limit,
+            next_key: 0,
+            consumed: Vec::new(),
+            active: true,
+            find,
+        }
+    }
+
+    /// True while more records may be found.
+    pub fn is_active(&self) -> bool {
+        self.active
+    }
+
+    /// The next record not yet taken, if any: its key and pages.
+    pub(super) fn next_record(&self, src: &dyn PageSource) -> Result<Option<(u64, Vec<u64>)>> {
+        (self.find)(src, &self.free_db, self.next_key, self.limit)
+    }
+
+    /// Records that `key` was taken.
+    pub fn consumed(&mut self, key: u64) {
+        self.consumed.push(key);
+        self.next_key = key + 1;
+    }
+
+    /// No more records to take (or no more taking: commit has begun).
+    pub fn exhausted(&mut self) {
+        self.active = false;
+    }
+}
