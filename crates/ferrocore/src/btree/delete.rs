@@ -7,7 +7,7 @@ use crate::store::PageStore;
 use super::nodes::Nodes;
 use super::put::{check_node_kind, TreeMut};
 use super::search::search;
-use super::{view, Path, FILL_THRESHOLD};
+use super::{debug_assert_ordered, view, Path, FILL_THRESHOLD};
 
 impl<S: PageStore> TreeMut<'_, S> {
     /// Deletes `key`. Returns false if it was not present.
@@ -147,6 +147,7 @@ impl<S: PageStore> TreeMut<'_, S> {
             return Ok(false);
         }
         nodes.write_page(self.store.dirty_mut(left), left, flags, 0..nodes.len());
+        debug_assert_ordered(&*self.store, left, self.cmp, None, None);
         self.store.free(right, 1)?;
         if branch {
             self.db.branch_pages -= 1;
@@ -188,6 +189,8 @@ impl<S: PageStore> TreeMut<'_, S> {
             }
             let ok = edit::append_raw(self.store.dirty_mut(pgno), moved.raw(0));
             assert!(ok, "an underfull page takes one more node");
+            debug_assert_ordered(&*self.store, pgno, self.cmp, None, Some(&new_sep));
+            debug_assert_ordered(&*self.store, sib, self.cmp, Some(&new_sep), None);
             self.replace_separator(path, level - 1, ridx, &new_sep)
         } else {
             let last = view(&*self.store, sib)?.num_keys() - 1;
@@ -205,6 +208,8 @@ impl<S: PageStore> TreeMut<'_, S> {
             nodes.push_raw(moved.raw(0));
             nodes.move_last_to(0);
             nodes.write_page(self.store.dirty_mut(pgno), pgno, flags, 0..nodes.len());
+            debug_assert_ordered(&*self.store, sib, self.cmp, None, Some(&moved_key));
+            debug_assert_ordered(&*self.store, pgno, self.cmp, Some(&moved_key), None);
             self.replace_separator(path, level - 1, pidx, &moved_key)
         }
     }

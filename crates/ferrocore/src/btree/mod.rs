@@ -12,9 +12,11 @@
 //!
 //! Files: `search` (the one descent from the root, point lookups), `position` (a cursor's
 //! place in a tree and its moves), `put` (insert, splits, overflow values), `delete`
-//! (removal and rebalancing), `nodes` (the node lists splits and merges rebuild pages from).
+//! (removal and rebalancing), `free` (freeing a whole tree), `nodes` (the node lists
+//! splits and merges rebuild pages from).
 
 mod delete;
+mod free;
 mod nodes;
 mod position;
 mod put;
@@ -22,6 +24,7 @@ mod search;
 #[cfg(test)]
 mod tests;
 
+pub use free::free_tree;
 pub use position::{Position, State};
 pub use put::{PutMode, TreeMut};
 pub use search::{get, get_node, leaf_search, node_value, search, search_leaf};
@@ -82,4 +85,49 @@ impl Path {
 #[inline]
 pub fn view<S: PageSource + ?Sized>(src: &S, pgno: u64) -> Result<PageView<'_>> {
     PageView::parse(src.page(pgno)?, pgno)
+}
+
+/// Debug builds: the keys of the page at `pgno`, which the tree has just written, are in
+/// strictly increasing `cmp` order (slot 0 of a branch, the empty key that stands for
+/// "everything below", excepted), none below `low` and all below `high`. Release builds
+/// skip it: every split and merge would pay a walk of the page.
+pub(crate) fn debug_assert_ordered<S: PageSource + ?Sized>(
+    src: &S,
+    pgno: u64,
+    cmp: crate::order::KeyCmp,
+    low: Option<&[u8]>,
+    high: Option<&[u8]>,
+) {
+    use std::cmp::Ordering::Less;
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    let page = view(src, pgno).expect("a page the tree just wrote parses");
+    let first = usize::from(page.is_branch());
+    let mut prev: Option<&[u8]> = None;
+    for i in first..page.num_keys() {
+        let key = page.key(i).expect("a key of a page the tree just wrote");
+        if let Some(prev) = prev {
+            assert_eq!(
+                cmp.compare(prev, key),
+                Less,
+                "page {pgno}: key {i} out of order"
+            );
+        }
+        if let Some(low) = low {
+            assert_ne!(
+                cmp.compare(key, low),
+                Less,
+                "page {pgno}: key {i} below its bound"
+            );
+        }
+        if let Some(high) = high {
+            assert_eq!(
+                cmp.compare(key, high),
+                Less,
+                "page {pgno}: key {i} not below its bound"
+            );
+        }
+        prev = Some(key);
+    }
 }

@@ -14,7 +14,7 @@ use crate::store::PageStore;
 
 use super::nodes::{choose_split, Nodes, SPLIT_SCRATCH};
 use super::search::{descend, search, Descend};
-use super::{view, Path, MAX_DEPTH};
+use super::{debug_assert_ordered, view, Path, MAX_DEPTH};
 
 /// How `put` treats an existing key and key order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -385,6 +385,9 @@ impl<S: PageStore> TreeMut<'_, S> {
                 nodes.write_page(self.store.dirty_mut(right), right, flags, sp..nodes.len());
                 (right, branch)
             };
+            // Paired checks of the split: each half in order, the separator between them.
+            debug_assert_ordered(&*self.store, pgno, self.cmp, None, Some(separator));
+            debug_assert_ordered(&*self.store, right, self.cmp, Some(separator), None);
             if branch {
                 self.db.branch_pages += 1;
             } else {

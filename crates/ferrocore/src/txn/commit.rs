@@ -36,6 +36,7 @@ use crate::format::meta::{DbRecord, Meta, META_WRITE_SIZE};
 use crate::freelist;
 use crate::order::KeyCmp;
 use crate::shared::EnvInner;
+use crate::store::MappedWrites;
 
 use super::*;
 
@@ -163,6 +164,17 @@ impl WriteTxn<'_> {
 
     /// Discards every change.
     pub fn abort(self) {}
+}
+
+/// Under `WRITE_MAP`, the data file a write txn writes its pages through (the map), with
+/// the length it has now: `None` otherwise. Here because only the commit's module touches
+/// the data file; the txn grows it before a page past its end is written.
+pub(super) fn mapped_writes(env: &EnvInner) -> Result<Option<MappedWrites<'_>>> {
+    if !env.map.is_writable() {
+        return Ok(None);
+    }
+    let len = env.data.len()?;
+    Ok(Some(MappedWrites::new(&*env.data, len, env.page_size)))
 }
 
 /// Strict mode: checks the snapshot commit `txnid` made, and panics if it is damaged.

@@ -6,7 +6,7 @@ use std::sync::MutexGuard;
 use crate::btree::{self, PutMode, TreeMut};
 use crate::catalog::KNOWN_FLAGS;
 use crate::cursor::CursorCore;
-use crate::dupsort::{self, DupTree};
+use crate::dupsort::DupTree;
 use crate::error::{Error, Result};
 use crate::flags::{env_flags, put_flags};
 use crate::format::meta::{DbRecord, Meta, Stat};
@@ -14,7 +14,7 @@ use crate::freelist;
 use crate::lock::mutex::Locked;
 use crate::order::{KeyCmp, Orders};
 use crate::shared::EnvInner;
-use crate::store::{DirtyPages, MappedWrites, PageStore, Reclaim};
+use crate::store::{DirtyPages, PageStore, Reclaim};
 
 use super::*;
 
@@ -97,16 +97,12 @@ impl<'env> WriteTxn<'env> {
                 .map_err(|_| Error::Panic("spare pages lock"))?,
         );
         // Under WRITE_MAP the txn's pages are built in the map, within the file.
-        let mapped = if env.map.is_writable() {
-            match env.data.len() {
-                Ok(len) => Some(MappedWrites::new(&*env.data, len, env.page_size)),
-                Err(e) => {
-                    env.lock.unlock_writer();
-                    return Err(e.into());
-                }
+        let mapped = match super::commit::mapped_writes(env) {
+            Ok(mapped) => mapped,
+            Err(e) => {
+                env.lock.unlock_writer();
+                return Err(e);
             }
-        } else {
-            None
         };
         let pages = DirtyPages::new(
             &env.map,
@@ -597,7 +593,7 @@ impl<'env> WriteTxn<'env> {
         self.check_usable()?;
         let (record, _) = self.tree_mut(db)?;
         let rec = *record;
-        let r = dupsort::free_tree(&mut self.pages, &rec);
+        let r = btree::free_tree(&mut self.pages, &rec);
         self.note(r)?;
         self.drops.push((db.0, self.changes));
         if db == Database::MAIN {

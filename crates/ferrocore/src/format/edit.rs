@@ -1,0 +1,237 @@
+//! Mutation helpers on a dirty page buffer that the engine owns: they trust the buffer
+//! (the engine wrote it, or checked it whole before taking it over) and assert their
+//! invariants.
+
+use super::page::*;
+
+/// Initialises an empty page of type `flags`.
+pub fn init(page: &mut [u8], pgno: u64, flags: u16) {
+    page[..PAGE_HEADER_SIZE].fill(0);
+    write_u64(page, 0, pgno);
+    write_u16(page, 10, flags);
+    write_u16(page, 12, PAGE_HEADER_SIZE as u16);
+    write_u16(page, 14, page.len() as u16);
+    debug_assert!(page.len() <= MAX_PAGE_SIZE);
+}
+
+/// Initialises an empty LEAF2 page (DUPFIXED) of keys of `fixed` bytes.
+pub fn init_leaf2(page: &mut [u8], pgno: u64, flags: u16, fixed: usize) {
+    debug_assert!(flags & page_flags::LEAF2 != 0 && fixed > 0);
+    page[..PAGE_HEADER_SIZE].fill(0);
+    write_u64(page, 0, pgno);
+    write_u16(page, 8, fixed as u16);
+    write_u16(page, 10, flags);
+    set_leaf2_count(page, 0);
+}
+
+/// LEAF2 bookkeeping, as LMDB keeps it: `lower` = 16 + 2n and `upper - lower` = the
+/// bytes not used by keys (so `upper` is a counter that may pass the page size).
+fn set_leaf2_count(page: &mut [u8], n: usize) {
+    let fixed = read_u16(page, 8) as usize;
+    let lower = PAGE_HEADER_SIZE + 2 * n;
+    let free = page.len() - PAGE_HEADER_SIZE - n * fixed;
+    write_u16(page, 12, lower as u16);
+    write_u16(page, 14, (lower + free) as u16);
+}
+
+#[inline]
+fn leaf2_size(page: &[u8]) -> Option<usize> {
+    (read_u16(page, 10) & page_flags::LEAF2 != 0).then(|| read_u16(page, 8) as usize)
+}
+
+/// Sets the page number in the header.
+pub fn set_pgno(page: &mut [u8], pgno: u64) {
+    write_u64(page, 0, pgno);
+}
+
+/// Number of nodes on the page.
+#[inline]
+pub fn num_keys(page: &[u8]) -> usize {
+    (read_u16(page, 12) as usize - PAGE_HEADER_SIZE) / 2
+}
+
+/// Free bytes on the page.
+#[inline]
+pub fn free_space(page: &[u8]) -> usize {
+    if let Some(fixed) = leaf2_size(page) {
+        return page.len() - PAGE_HEADER_SIZE - num_keys(page) * fixed;
+    }
+    (read_u16(page, 14) - read_u16(page, 12)) as usize
+}
+
+/// Makes `out` a copy of a sub-page (a page the size of its bytes, as in a DUPSORT
+/// node) with `extra` more bytes of free space, its nodes and slots moved accordingly.
+pub fn with_room(page: &[u8], extra: usize, out: &mut Vec<u8>) {
+    let len = page.len() + extra;
+    out.clear();
+    out.resize(len, 0);
+    if leaf2_size(page).is_some() {
+        // Keys packed after the header; the free space is the tail.
+        let n = num_keys(page);
+        out[..page.len()].copy_from_slice(page);
+        set_leaf2_count(out, n);
+        return;
+    }
+    let lower = read_u16(page, 12) as usize;
+    let upper = read_u16(page, 14) as usize;
+    out[..lower].copy_from_slice(&page[..lower]);
+    out[upper + extra..].copy_from_slice(&page[upper..]);
+    for slot in (PAGE_HEADER_SIZE..lower).step_by(2) {
+        let off = read_u16(out, slot) as usize;
+        write_u16(out, slot, (off + extra) as u16);
+    }
+    write_u16(out, 14, (upper + extra) as u16);
+    debug_assert!(len <= MAX_PAGE_SIZE);
+}
+
+/// Inserts a node at slot `idx`. Returns false (changing nothing) if it does not fit.
+pub fn insert_node(page: &mut [u8], idx: usize, key: &[u8], value: NodeValue<'_>) -> bool {
+    let n = num_keys(page);
+    if let Some(fixed) = leaf2_size(page) {
+        // LEAF2: keys packed in order, no nodes, no data.
+        debug_assert_eq!(key.len(), fixed);
+        if fixed > free_space(page) {
+            return false;
+        }
+        let at = PAGE_HEADER_SIZE + idx * fixed;
+        let end = PAGE_HEADER_SIZE + n * fixed;
+        page.copy_within(at..end, at + fixed);
+        page[at..at + fixed].copy_from_slice(key);
+        set_leaf2_count(page, n + 1);
+        return true;
+    }
+    debug_assert!(idx <= n);
+    let size = value.footprint(key.len());
+    if size + 2 > free_space(page) {
+        return false;
+    }
+    let lower = read_u16(page, 12) as usize;
+    let upper = read_u16(page, 14) as usize - size;
+    let slot = PAGE_HEADER_SIZE + 2 * idx;
+    page.copy_within(slot..lower, slot + 2);
+    write_u16(page, slot, upper as u16);
+    write_u16(page, 12, (lower + 2) as u16);
+    write_u16(page, 14, upper as u16);
+    page[upper..upper + NODE_HEADER_SIZE].copy_from_slice(&value.header(key.len()));
+    let key_end = upper + NODE_HEADER_SIZE + key.len();
+    page[upper + NODE_HEADER_SIZE..key_end].copy_from_slice(key);
+    match value {
+        NodeValue::Overflow { pgno, .. } => write_u64(page, key_end, pgno),
+        NodeValue::Inline { data, .. } => {
+            page[key_end..key_end + data.len()].copy_from_slice(data);
+        }
+        NodeValue::Child(_) => {}
+    }
+    true
+}
+
+/// Footprint of the node at slot `idx` (the engine wrote it, so it is well formed).
+fn node_footprint(page: &[u8], idx: usize) -> (usize, usize) {
+    let off = read_u16(page, PAGE_HEADER_SIZE + 2 * idx) as usize;
+    let flags = read_u16(page, 10);
+    let ksize = read_u16(page, off + 6) as usize;
+    let stored = if flags & page_flags::BRANCH != 0 {
+        0
+    } else if read_u16(page, off + 4) & node_flags::BIGDATA != 0 {
+        8
+    } else {
+        read_u16(page, off) as usize | (read_u16(page, off + 2) as usize) << 16
+    };
+    (off, even(NODE_HEADER_SIZE + ksize + stored))
+}
+
+/// Appends a node given as its stored bytes (header, key, data) after the last slot.
+/// Returns false if it does not fit.
+pub fn append_raw(page: &mut [u8], raw: &[u8]) -> bool {
+    if leaf2_size(page).is_some() {
+        // A LEAF2 "node" is just its key.
+        return insert_node(
+            page,
+            num_keys(page),
+            raw,
+            NodeValue::Inline {
+                flags: 0,
+                data: &[],
+            },
+        );
+    }
+    let size = even(raw.len());
+    if size + 2 > free_space(page) {
+        return false;
+    }
+    let lower = read_u16(page, 12) as usize;
+    let upper = read_u16(page, 14) as usize - size;
+    page[upper..upper + raw.len()].copy_from_slice(raw);
+    write_u16(page, lower, upper as u16);
+    write_u16(page, 12, (lower + 2) as u16);
+    write_u16(page, 14, upper as u16);
+    true
+}
+
+/// Removes the node at slot `idx`, compacting the node area.
+pub fn delete_node(page: &mut [u8], idx: usize) {
+    let n = num_keys(page);
+    assert!(idx < n, "delete_node: index {idx} out of {n}");
+    if let Some(fixed) = leaf2_size(page) {
+        let at = PAGE_HEADER_SIZE + idx * fixed;
+        let end = PAGE_HEADER_SIZE + n * fixed;
+        page.copy_within(at + fixed..end, at);
+        set_leaf2_count(page, n - 1);
+        return;
+    }
+    let (off, size) = node_footprint(page, idx);
+    let lower = read_u16(page, 12) as usize;
+    let upper = read_u16(page, 14) as usize;
+    // Nodes stored below `off` move up by `size` to close the gap.
+    page.copy_within(upper..off, upper + size);
+    for j in 0..n {
+        let s = PAGE_HEADER_SIZE + 2 * j;
+        let o = read_u16(page, s) as usize;
+        if o < off {
+            write_u16(page, s, (o + size) as u16);
+        }
+    }
+    let slot = PAGE_HEADER_SIZE + 2 * idx;
+    page.copy_within(slot + 2..lower, slot);
+    write_u16(page, 12, (lower - 2) as u16);
+    write_u16(page, 14, (upper + size) as u16);
+}
+
+/// Overwrites the inline data of leaf node `idx` in place; `data` must have the size of
+/// the data stored there now.
+pub fn overwrite_inline_data(page: &mut [u8], idx: usize, data: &[u8]) {
+    let off = read_u16(page, PAGE_HEADER_SIZE + 2 * idx) as usize;
+    let ksize = read_u16(page, off + 6) as usize;
+    let start = off + NODE_HEADER_SIZE + ksize;
+    debug_assert_eq!(read_u16(page, off + 4) & node_flags::BIGDATA, 0);
+    debug_assert_eq!(
+        read_u16(page, off) as usize | (read_u16(page, off + 2) as usize) << 16,
+        data.len()
+    );
+    page[start..start + data.len()].copy_from_slice(data);
+}
+
+/// Mutable access to the inline data of leaf node `idx`.
+pub fn inline_data_mut(page: &mut [u8], idx: usize) -> &mut [u8] {
+    let off = read_u16(page, PAGE_HEADER_SIZE + 2 * idx) as usize;
+    let ksize = read_u16(page, off + 6) as usize;
+    let len = read_u16(page, off) as usize | (read_u16(page, off + 2) as usize) << 16;
+    let start = off + NODE_HEADER_SIZE + ksize;
+    &mut page[start..start + len]
+}
+
+/// Points branch node `idx` at `child`.
+pub fn set_child(page: &mut [u8], idx: usize, child: u64) {
+    let off = read_u16(page, PAGE_HEADER_SIZE + 2 * idx) as usize;
+    write_u16(page, off, child as u16);
+    write_u16(page, off + 2, (child >> 16) as u16);
+    write_u16(page, off + 4, (child >> 32) as u16);
+}
+
+/// Writes the header of the first page of an overflow run of `pages` pages.
+pub fn init_overflow(page: &mut [u8], pgno: u64, pages: u32) {
+    page[..PAGE_HEADER_SIZE].fill(0);
+    write_u64(page, 0, pgno);
+    write_u16(page, 10, page_flags::OVERFLOW);
+    write_u32(page, 12, pages);
+}
