@@ -391,6 +391,7 @@ enum Op {
         key: u16,
         value: Pick,
     },
+    /// `get` and SET.
     Get {
         db: usize,
         key: u16,
@@ -399,7 +400,7 @@ enum Op {
         db: usize,
         key: u16,
     },
-    /// GET_BOTH or GET_BOTH_RANGE (a `get` in plain DBs).
+    /// `get` and SET, then (DUPSORT) GET_BOTH or GET_BOTH_RANGE.
     GetBoth {
         db: usize,
         key: u16,
@@ -891,13 +892,61 @@ fn read_op<V: View>(
     let m = &model[&db];
     let key_of = |id: u16| kind.key_form(&kind.key(shape.key_id(db, id)));
     match *op {
-        Op::Get { key, .. } | Op::GetBoth { key, .. } if !kind.dup() => {
+        Op::Get { key, .. } | Op::GetBoth { key, .. } => {
             let k = key_of(key);
-            if !is_name(db, &k) {
-                check_key(view, h, db, model, &k);
+            if is_name(db, &k) {
+                return 0;
             }
+            check_key(view, h, db, model, &k);
+            // SET: the key's first value, or nothing.
+            let raw = kind.key_form(&k);
+            let got: Items = view
+                .cur(h)
+                .set(&raw)
+                .unwrap()
+                .map(|(a, b)| (a.to_vec(), b.to_vec()))
+                .into_iter()
+                .collect();
+            let want: Expected = m
+                .keys
+                .get(&k)
+                .map(|set| (raw.clone(), expected_value(kind, first(set))))
+                .into_iter()
+                .collect();
+            same_items(label, "SET", &got, &want);
+            if !kind.dup() || matches!(op, Op::Get { .. }) {
+                return 0;
+            }
+            let Op::GetBoth { value, range, .. } = *op else {
+                unreachable!("a GetBoth op")
+            };
+            let v = value_of(kind, m, &k, value, 0);
+            let mut c = view.cur(h);
+            let rv = kind.value_form(&v);
+            let got = if range {
+                c.get_both_range(&raw, &rv)
+            } else {
+                c.get_both(&raw, &rv)
+            }
+            .unwrap()
+            .map(|(a, b)| (a.to_vec(), b.to_vec()));
+            let found = m.keys.get(&k).and_then(|set| {
+                if range {
+                    set.range::<[u8], _>((Bound::Included(&v[..]), Bound::Unbounded))
+                        .next()
+                } else {
+                    set.get(&v)
+                }
+            });
+            let want = found.map(|w| (raw.clone(), kind.value_form(w)));
+            assert!(
+                got == want,
+                "{label}: GET_BOTH{} {}/{}",
+                if range { "_RANGE" } else { "" },
+                hex_prefix(&raw),
+                hex_prefix(&rv)
+            );
         }
-        Op::Get { key, .. } => check_key(view, h, db, model, &key_of(key)),
         Op::SeekRange { key, .. } => {
             let k = key_of(key);
             let raw = kind.key_form(&k);
@@ -916,37 +965,6 @@ fn read_op<V: View>(
                 .into_iter()
                 .collect();
             same_items(label, "SET_RANGE", &got, &want);
-        }
-        Op::GetBoth {
-            key, value, range, ..
-        } => {
-            let k = key_of(key);
-            let v = value_of(kind, m, &k, value, 0);
-            let mut c = view.cur(h);
-            let (rk, rv) = (kind.key_form(&k), kind.value_form(&v));
-            let got = if range {
-                c.get_both_range(&rk, &rv)
-            } else {
-                c.get_both(&rk, &rv)
-            }
-            .unwrap()
-            .map(|(a, b)| (a.to_vec(), b.to_vec()));
-            let found = m.keys.get(&k).and_then(|set| {
-                if range {
-                    set.range::<[u8], _>((Bound::Included(&v[..]), Bound::Unbounded))
-                        .next()
-                } else {
-                    set.get(&v)
-                }
-            });
-            let want = found.map(|w| (rk.clone(), kind.value_form(w)));
-            assert!(
-                got == want,
-                "{label}: GET_BOTH{} {}/{}",
-                if range { "_RANGE" } else { "" },
-                hex_prefix(&rk),
-                hex_prefix(&rv)
-            );
         }
         Op::Verify { .. } => return verify_db(view, h, db, model),
         _ => unreachable!("not a read-only op: {op:?}"),
