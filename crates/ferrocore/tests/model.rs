@@ -201,22 +201,23 @@ fn after(form: &[u8], fixed: bool) -> Option<Vec<u8>> {
     None
 }
 
-/// The sizes of one run: how many keys each kind of DB draws from.
+/// The sizes of one run: how many keys the main DB, the plain named DBs and the DUPSORT
+/// DBs draw from.
 #[derive(Clone, Copy, Debug)]
 struct Shape {
-    main_keys: u16,
-    named_keys: u16,
-    dup_keys: u16,
+    main: u16,
+    named: u16,
+    dups: u16,
 }
 
 impl Shape {
     fn key_id(self, db: usize, id: u16) -> u16 {
         let keys = if KINDS[db].dup() {
-            self.dup_keys
+            self.dups
         } else if db == MAIN {
-            self.main_keys
+            self.main
         } else {
-            self.named_keys
+            self.named
         };
         id % keys
     }
@@ -380,16 +381,12 @@ enum Op {
         len: usize,
         flags: u32,
     },
-    /// `delete` of a whole key.
+    /// `delete` of a whole key, or with a value `delete_value` of one pair (plain DBs
+    /// ignore the value, as LMDB does).
     Delete {
         db: usize,
         key: u16,
-    },
-    /// `delete_value` of one pair. Plain DBs ignore the value, as LMDB does.
-    DeleteValue {
-        db: usize,
-        key: u16,
-        value: Pick,
+        value: Option<Pick>,
     },
     /// `get` and SET.
     Get {
@@ -452,7 +449,6 @@ impl Op {
         match *self {
             Op::Put { db, .. }
             | Op::Delete { db, .. }
-            | Op::DeleteValue { db, .. }
             | Op::Get { db, .. }
             | Op::SeekRange { db, .. }
             | Op::GetBoth { db, .. }
@@ -604,8 +600,8 @@ fn op() -> impl Strategy<Value = Op> {
     let key = any::<u16>;
     prop_oneof![
         34 => put(),
-        5 => (db(), key()).prop_map(|(db, key)| Op::Delete { db, key }),
-        10 => (db(), key(), value()).prop_map(|(db, key, value)| Op::DeleteValue { db, key, value }),
+        15 => (db(), key(), prop_oneof![1 => Just(None), 2 => value().prop_map(Some)])
+            .prop_map(|(db, key, value)| Op::Delete { db, key, value }),
         4 => (db(), key()).prop_map(|(db, key)| Op::Get { db, key }),
         3 => (db(), key()).prop_map(|(db, key)| Op::SeekRange { db, key }),
         3 => (db(), key(), value(), any::<bool>())
@@ -1508,25 +1504,7 @@ impl<'e, 'o> Segment<'e, 'o> {
                 len,
                 flags,
             } => self.put(txn, model, db, (key, value, len), flags),
-            Op::Delete { db, key } => {
-                let kind = &KINDS[db];
-                let k = kind.key_form(&kind.key(shape.key_id(db, key)));
-                if is_name(db, &k) {
-                    return;
-                }
-                let h = self.ensure_db(txn, model, db);
-                self.touch(db);
-                let existed = model.get_mut(&db).unwrap().remove_key(&k);
-                assert_eq!(
-                    txn.delete(h, &kind.key_form(&k)).unwrap(),
-                    existed,
-                    "{}: delete of {}",
-                    kind.label(),
-                    hex_prefix(&k)
-                );
-                check_key(&*txn, h, db, model, &k);
-            }
-            Op::DeleteValue { db, key, value } => {
+            Op::Delete { db, key, value } => {
                 let kind = &KINDS[db];
                 let k = kind.key_form(&kind.key(shape.key_id(db, key)));
                 if is_name(db, &k) {
@@ -1535,20 +1513,28 @@ impl<'e, 'o> Segment<'e, 'o> {
                 let h = self.ensure_db(txn, model, db);
                 self.touch(db);
                 let m = model.get_mut(&db).unwrap();
-                let v = value_of(kind, m, &k, value, 8);
-                let existed = if kind.dup() {
-                    m.remove_pair(&k, &v)
-                } else {
-                    m.remove_key(&k)
+                let raw = kind.key_form(&k);
+                let (deleted, existed) = match value {
+                    None => (txn.delete(h, &raw), m.remove_key(&k)),
+                    Some(pick) => {
+                        let v = value_of(kind, m, &k, pick, 8);
+                        let existed = if kind.dup() {
+                            m.remove_pair(&k, &v)
+                        } else {
+                            m.remove_key(&k)
+                        };
+                        (
+                            txn.delete_value(h, &raw, Some(&kind.value_form(&v))),
+                            existed,
+                        )
+                    }
                 };
                 assert_eq!(
-                    txn.delete_value(h, &kind.key_form(&k), Some(&kind.value_form(&v)))
-                        .unwrap(),
+                    deleted.unwrap(),
                     existed,
-                    "{}: delete of {}/{}",
+                    "{}: delete of {} ({value:?})",
                     kind.label(),
-                    hex_prefix(&k),
-                    hex_prefix(&v)
+                    hex_prefix(&raw)
                 );
                 check_key(&*txn, h, db, model, &k);
             }
@@ -1953,23 +1939,23 @@ fn shape() -> impl Strategy<Value = Shape> {
     prop_oneof![
         // Few keys per DUPSORT DB: value sets grow from a single value to a sub-page.
         Just(Shape {
-            main_keys: 600,
-            named_keys: 200,
-            dup_keys: 6
+            main: 600,
+            named: 200,
+            dups: 6
         }),
         // Many keys with one to a few values each: keys go from one value to several and
         // back, so cursor deletes often remove a whole key (where LMDB's values cursor
         // can go stale, see `Approach`).
         Just(Shape {
-            main_keys: 600,
-            named_keys: 200,
-            dup_keys: 48
+            main: 600,
+            named: 200,
+            dups: 48
         }),
         // Few keys everywhere: most puts and deletes hit existing keys.
         Just(Shape {
-            main_keys: 24,
-            named_keys: 8,
-            dup_keys: 2
+            main: 24,
+            named: 8,
+            dups: 2
         }),
     ]
 }
@@ -2000,9 +1986,9 @@ proptest! {
 #[test]
 fn earlier_failures() {
     let shape = Shape {
-        main_keys: 600,
-        named_keys: 200,
-        dup_keys: 6,
+        main: 600,
+        named: 200,
+        dups: 6,
     };
     let put = |key, len| Op::Put {
         db: MAIN,
@@ -2028,7 +2014,11 @@ fn earlier_failures() {
                 follows: vec![Follow::Next, Follow::Current, Follow::Next],
             },
             Op::Commit,
-            Op::Delete { db: MAIN, key: 0 },
+            Op::Delete {
+                db: MAIN,
+                key: 0,
+                value: None,
+            },
         ],
         shape,
     );
@@ -2051,15 +2041,17 @@ fn long_run_matches_the_model() {
         .filter(|op| {
             let whole_keys = matches!(
                 op,
-                Op::DropDb { .. } | Op::Delete { .. } | Op::CursorDelete { all: true, .. }
+                Op::DropDb { .. }
+                    | Op::Delete { value: None, .. }
+                    | Op::CursorDelete { all: true, .. }
             );
             !(whole_keys && op.db().is_some_and(|db| KINDS[db].dup()))
         })
         .collect();
     let shape = Shape {
-        main_keys: 8000,
-        named_keys: 400,
-        dup_keys: 1,
+        main: 8000,
+        named: 400,
+        dups: 1,
     };
     let out = run(&ops, shape);
     println!("long run: {:?} {:?} {:?}", out.stat, out.report, out.seen);
@@ -2068,13 +2060,12 @@ fn long_run_matches_the_model() {
     assert!(out.report.free_pages > 0, "free pages");
     // (INTEGERDUP's 8-byte values would need more than 250 per key: the random cases
     // keep that DB's sets in sub-pages.)
-    for db in 1..DBS {
-        if KINDS[db].dup() && KINDS[db].flags & db_flags::INTEGER_DUP == 0 {
+    for (kind, &largest) in KINDS.iter().zip(&out.seen.largest_dup_node) {
+        if kind.dup() && kind.flags & db_flags::INTEGER_DUP == 0 {
             assert!(
-                out.seen.largest_dup_node[db] > NODE_MAX_BYTES,
-                "{}: value sets grew large enough to need sub-DBs ({} bytes)",
-                KINDS[db].label(),
-                out.seen.largest_dup_node[db]
+                largest > NODE_MAX_BYTES,
+                "{}: value sets grew large enough to need sub-DBs ({largest} bytes)",
+                kind.label(),
             );
         }
     }
