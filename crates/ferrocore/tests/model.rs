@@ -523,9 +523,14 @@ fn value_len() -> impl Strategy<Value = usize> {
     ]
 }
 
-/// A DB: the main DB for 30%, each named DB for 10%.
-fn db() -> impl Strategy<Value = usize> {
-    prop_oneof![3 => Just(MAIN), 7 => 1..DBS]
+/// A DB: the main DB for 30%, each named DB for 10%; with a `focus`, that DB for half
+/// of the ops and the others for the rest (so that its keys gather many values).
+fn db(focus: Option<usize>) -> BoxedStrategy<usize> {
+    let any_db = prop_oneof![3 => Just(MAIN), 7 => 1..DBS];
+    match focus {
+        Some(db) => prop_oneof![Just(db), any_db].boxed(),
+        None => any_db.boxed(),
+    }
 }
 
 /// `flag` with probability `p`, else 0.
@@ -533,7 +538,7 @@ fn flag(p: f64, flag: u32) -> impl Strategy<Value = u32> {
     proptest::bool::weighted(p).prop_map(move |on| if on { flag } else { 0 })
 }
 
-fn put() -> impl Strategy<Value = Op> {
+fn put(focus: Option<usize>) -> impl Strategy<Value = Op> {
     let flags = (
         flag(0.1, put_flags::NO_OVERWRITE),
         flag(0.15, put_flags::NO_DUP_DATA),
@@ -545,8 +550,15 @@ fn put() -> impl Strategy<Value = Op> {
         proptest::bool::weighted(0.8),
         proptest::bool::weighted(0.03),
     );
-    (db(), any::<u16>(), 0u16..2000, value_len(), flags, coins).prop_map(
-        |(db, key, value, len, flags, (fitting, stray))| {
+    (
+        db(focus),
+        any::<u16>(),
+        0u16..2000,
+        value_len(),
+        flags,
+        coins,
+    )
+        .prop_map(|(db, key, value, len, flags, (fitting, stray))| {
             // Mostly what APPEND (APPEND_DUP, NO_DUP_DATA) takes (refuses), sometimes not.
             let with = |f: u32| flags & f != 0 && fitting;
             let key = if with(put_flags::APPEND) || stray {
@@ -568,8 +580,7 @@ fn put() -> impl Strategy<Value = Op> {
                 len,
                 flags,
             }
-        },
-    )
+        })
 }
 
 /// A value: number `v`, or half of the time the key's `v`-th.
@@ -596,10 +607,11 @@ fn follow() -> impl Strategy<Value = Follow> {
     ])
 }
 
-fn op() -> impl Strategy<Value = Op> {
+fn op(focus: Option<usize>) -> impl Strategy<Value = Op> {
+    let db = || db(focus);
     let key = any::<u16>;
     prop_oneof![
-        34 => put(),
+        34 => put(focus),
         15 => (db(), key(), prop_oneof![1 => Just(None), 2 => value().prop_map(Some)])
             .prop_map(|(db, key, value)| Op::Delete { db, key, value }),
         4 => (db(), key()).prop_map(|(db, key)| Op::Get { db, key }),
@@ -1960,12 +1972,18 @@ fn shape() -> impl Strategy<Value = Shape> {
     ]
 }
 
-/// Cases per run of the proptest: `FERROCORE_MODEL_CASES`, 64 by default.
+/// The DB a case puts half of its ops on: a DUPSORT DB for 60% (their cursor moves
+/// after a delete have the most cases), the main DB for 20%.
+fn focus() -> impl Strategy<Value = usize> {
+    prop_oneof![2 => Just(MAIN), 2 => 1usize..4, 6 => 4..DBS]
+}
+
+/// Cases per run of the proptest: `FERROCORE_MODEL_CASES`, 256 by default.
 fn cases() -> u32 {
     std::env::var("FERROCORE_MODEL_CASES")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(64)
+        .unwrap_or(256)
 }
 
 proptest! {
@@ -1977,7 +1995,10 @@ proptest! {
     })]
 
     #[test]
-    fn random_operations_match_the_model(sizes in shape(), ops in proptest::collection::vec(op(), 1..600)) {
+    fn random_operations_match_the_model(
+        (sizes, ops) in (shape(), proptest::option::weighted(0.8, focus()))
+            .prop_flat_map(|(sizes, focus)| (Just(sizes), proptest::collection::vec(op(focus), 1..600)))
+    ) {
         run(&ops, sizes);
     }
 }
@@ -2031,7 +2052,7 @@ fn earlier_failures() {
 #[test]
 fn long_run_matches_the_model() {
     let mut runner = proptest::test_runner::TestRunner::deterministic();
-    let ops = proptest::collection::vec(op(), 30000)
+    let ops = proptest::collection::vec(op(None), 30000)
         .new_tree(&mut runner)
         .unwrap()
         .current();
