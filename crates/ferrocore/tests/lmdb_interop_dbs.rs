@@ -2589,7 +2589,7 @@ fn fc_replay(
 /// DUPFIXED, integer and reverse orders): every answer LMDB gives in a state it defines
 /// must be ferrocore's. After a delete that removes a DUPSORT key, LMDB's own answers are
 /// wrong for a while (see `Track::ValuesStale`); ferrocore's answers there are checked
-/// against a model in `tests/dupsort_model.rs`. 12 seeds by default;
+/// against the model in `tests/model.rs`. 12 seeds by default;
 /// `FERROCORE_INTEROP_SEEDS=200` runs more (50 seeds take about 15 s in the test build).
 #[test]
 fn write_cursor_deletes_match_lmdb_step_by_step() {
