@@ -212,6 +212,43 @@ impl<'env> WriteTxn<'env> {
 
     /// Forgets what this txn loaded for `db` if its handle now names another DB. A DB this
     /// txn changed stays, under a number no handle has, so commit still writes it.
+    /// Keeps this txn's state of the DB `name` under `dbi`, the handle it was just opened
+    /// with. A handle number is not tied to a name for the life of a txn: dropping a DB
+    /// closes its handle even in a nested txn, and when that nested txn aborts the DB is
+    /// back, to be opened under whatever number is free then. So the state of another DB
+    /// kept under `dbi` moves aside (its changes are still written at commit), and this
+    /// DB's state kept under another number moves to `dbi`.
+    fn adopt_named(&mut self, dbi: u32, name: &[u8]) {
+        if self.named.get(&dbi).is_some_and(|n| n.name != name) {
+            let other = self.named.remove(&dbi).expect("just looked up");
+            if other.dirty {
+                self.park_named(other);
+            }
+        }
+        if self.named.contains_key(&dbi) {
+            return;
+        }
+        let kept = self
+            .named
+            .iter()
+            .find(|(_, n)| n.name == name)
+            .map(|(&k, _)| k);
+        if let Some(k) = kept {
+            let n = self.named.remove(&k).expect("just found");
+            self.named.insert(dbi, n);
+        }
+    }
+
+    /// Keeps the state of a DB whose handle number went to another DB under a number no
+    /// handle has (counting down from `u32::MAX`): commit still writes its record.
+    fn park_named(&mut self, n: NamedDb) {
+        let spare = (0..=u32::MAX)
+            .rev()
+            .find(|k| !self.named.contains_key(k))
+            .expect("fewer than 2^32 DBs");
+        self.named.insert(spare, n);
+    }
+
     pub(super) fn forget_if_reused(&mut self, db: Database) {
         let Some(n) = self.named.get(&db.0) else {
             return;
@@ -221,11 +258,7 @@ impl<'env> WriteTxn<'env> {
         }
         let old = self.named.remove(&db.0).expect("just looked up");
         if old.dirty {
-            let spare = (0..=u32::MAX)
-                .rev()
-                .find(|k| !self.named.contains_key(k))
-                .expect("fewer than 2^32 DBs");
-            self.named.insert(spare, old);
+            self.park_named(old);
         }
     }
 
@@ -298,6 +331,7 @@ impl<'env> WriteTxn<'env> {
                     .map_err(|_| Error::Panic("catalog lock poisoned"))?
                     .register(name, record.flags, self.handles.serial)?;
                 self.handles.opened.set(true);
+                self.adopt_named(dbi, name);
                 dbi
             }
 
@@ -322,6 +356,7 @@ impl<'env> WriteTxn<'env> {
                 }
                 .put(name, &record, mode);
                 self.note(r)?;
+                self.adopt_named(dbi, name);
                 self.named.insert(
                     dbi,
                     NamedDb {
