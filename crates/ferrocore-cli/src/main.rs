@@ -13,8 +13,9 @@
 //!   compacts it (no free pages), `-v` copies the snapshot before the latest.
 //! - `ferrocore drop [-d] [-s NAME] [-n] PATH`: empties a DB, or deletes a named one, as
 //!   `mdb_drop`.
-//! - `ferrocore check [-n] PATH`: verifies every page, the free list and the tree
-//!   invariants.
+//! - `ferrocore check [-n] [--json] PATH`: verifies every page, the free list and the
+//!   tree invariants, and reports every problem found; exit status 0 when clean, 1 when
+//!   it found problems, 2 when the environment cannot be opened or read at all.
 //!
 //! Each command lives in its own module; this file only parses and dispatches. `-V` (or
 //! `--version`) prints the version, after any command as well.
@@ -28,6 +29,7 @@ mod envpath;
 mod failure;
 mod load;
 mod load_pairs;
+mod mapped;
 mod output;
 mod stat;
 mod text;
@@ -77,7 +79,7 @@ fn main() -> ExitCode {
         Err(Failure::BrokenPipe) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("ferrocore: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(e.exit_status())
         }
     }
 }

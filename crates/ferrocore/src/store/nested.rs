@@ -3,7 +3,6 @@
 
 use std::hash::BuildHasherDefault;
 
-
 use super::*;
 
 /// What a nested txn changed in its parent's pages, so that aborting it can restore them.
