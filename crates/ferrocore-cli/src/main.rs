@@ -2,8 +2,8 @@
 //!
 //! - `ferrocore demo` (the default): runs a small workload on a fresh environment in a
 //!   temporary directory and prints what it measured.
-//! - `ferrocore stat [-e] [-f[f[f]]] [-r[r]] [-a|-s NAME] [-n] PATH`: statistics, as
-//!   `mdb_stat`.
+//! - `ferrocore stat [-e] [-f[f[f]]] [-r[r]] [-a|-s NAME] [-n] [--json] PATH`: statistics,
+//!   as `mdb_stat`, or the same figures as JSON.
 //! - `ferrocore dump [-a|-s NAME] [-l] [-p] [-n] [-f FILE] PATH`: DBs as text, as
 //!   `mdb_dump` writes them.
 //! - `ferrocore load [-f FILE] [-n] [-s NAME] [-N] [-T] [--memory SIZE] PATH`: that text

@@ -222,3 +222,86 @@ fn drop_empties_or_deletes() {
     assert!(!out.status.success());
     assert!(stderr_text(&out).contains("no such environment"));
 }
+
+/// `stat --json`'s figures written out as `stat`'s text.
+fn json_as_text(report: &serde_json::Value) -> String {
+    let mut text = String::new();
+    let n = |v: &serde_json::Value| v.as_u64().unwrap_or_else(|| panic!("a number: {v}"));
+    let figures = |text: &mut String, db: &serde_json::Value| {
+        text.push_str(&format!(
+            "  Tree depth: {}\n  Branch pages: {}\n  Leaf pages: {}\n  Overflow pages: {}\n  Entries: {}\n",
+            n(&db["depth"]),
+            n(&db["branch_pages"]),
+            n(&db["leaf_pages"]),
+            n(&db["overflow_pages"]),
+            n(&db["entries"])
+        ));
+    };
+    let e = &report["environment"];
+    let address = match e["map_address"].as_u64() {
+        None => "(nil)".to_owned(),
+        Some(a) => format!("{a:#x}"),
+    };
+    text.push_str(&format!(
+        "Environment Info\n  Map address: {address}\n  Map size: {}\n  Page size: {}\n  Max pages: {}\n  Number of pages used: {}\n  Last transaction ID: {}\n  Max readers: {}\n  Number of readers used: {}\n  Oldest reader: {} txns behind, pinning {} freed pages\n",
+        n(&e["map_size"]),
+        n(&e["page_size"]),
+        n(&e["max_pages"]),
+        n(&e["pages_used"]),
+        n(&e["last_txnid"]),
+        n(&e["max_readers"]),
+        n(&e["readers_used"]),
+        n(&e["oldest_reader_lag"]),
+        n(&e["pinned_pages"])
+    ));
+    let free = &report["freelist"];
+    text.push_str("Freelist Status\n");
+    figures(&mut text, free);
+    for record in free["records"].as_array().unwrap() {
+        let bad = if record["bad_sequence"].as_bool().unwrap() {
+            " [bad sequence]"
+        } else {
+            ""
+        };
+        text.push_str(&format!(
+            "    Transaction {}, {} pages, maxspan {}{bad}\n",
+            n(&record["txnid"]),
+            n(&record["pages"]),
+            n(&record["maxspan"])
+        ));
+        for run in record["runs"].as_array().unwrap() {
+            match n(&run["pages"]) {
+                1 => text.push_str(&format!("     {:>9}\n", n(&run["pgno"]))),
+                len => text.push_str(&format!("     {:>9}[{len}]\n", n(&run["pgno"]))),
+            }
+        }
+    }
+    text.push_str(&format!("  Free pages: {}\n", n(&free["free_pages"])));
+    text.push_str("Status of Main DB\n");
+    figures(&mut text, &report["db"]);
+    for db in report["dbs"].as_array().unwrap() {
+        text.push_str(&format!("Status of {}\n", db["name"].as_str().unwrap()));
+        figures(&mut text, db);
+    }
+    text
+}
+
+#[test]
+fn stat_json_has_the_text_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    make_named(dir.path(), 0);
+    let args = ["-e", "-fff", "-a"];
+    // The first run raises the reader slots' high-water mark for both that follow.
+    stat(&args, dir.path());
+    let text = stat(&args, dir.path());
+    let json = stat(&["--json", "-e", "-fff", "-a"], dir.path());
+    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json_as_text(&report), text);
+    assert!(text.contains("    Transaction "), "free-DB records: {text}");
+    assert_eq!(report["dbs"].as_array().unwrap().len(), NAMED.len());
+    // -r alone: the reader table, and nothing after it.
+    let json = stat(&["--json", "-r"], dir.path());
+    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let keys: Vec<&String> = report.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["readers"], "{json}");
+}
