@@ -14,6 +14,7 @@ use crate::envpath::EnvPath;
 use crate::failure::{Failure, Outcome};
 use crate::mapped::MappedPages;
 use crate::output::Output;
+use crate::progress::{Progress, ProgressArgs, Unit};
 
 /// Exit status of a check that found problems.
 const DAMAGED: u8 = 1;
@@ -41,6 +42,8 @@ pub struct Args {
     /// Print the report as one JSON object.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    progress: ProgressArgs,
     /// The environment's directory (or data file with -n).
     path: PathBuf,
 }
@@ -48,7 +51,7 @@ pub struct Args {
 /// Runs `ferrocore check`.
 pub fn run(args: &Args) -> Outcome {
     let at = EnvPath::new(args.path.clone(), args.no_subdir);
-    let details = match check(&at) {
+    let details = match check(&at, args.progress) {
         Ok(details) => details,
         Err(failure) => {
             if args.json {
@@ -85,7 +88,7 @@ pub fn run(args: &Args) -> Outcome {
 
 /// Checks the environment's latest snapshot, read from a map of the data file while a
 /// read txn keeps that snapshot's pages from reuse.
-fn check(at: &EnvPath) -> Outcome<CheckDetails> {
+fn check(at: &EnvPath, progress: ProgressArgs) -> Outcome<CheckDetails> {
     let env = at.open_existing(true, 0)?;
     let txn = env.begin_read().map_err(|e| at.failure(e))?;
     let meta = *txn.meta();
@@ -95,7 +98,14 @@ fn check(at: &EnvPath) -> Outcome<CheckDetails> {
     // The file keeps no trace of application comparators: each DB's flags give its orders,
     // as for LMDB's tools.
     let orders_for = |_: Option<&[u8]>, flags: u16| Orders::for_flags(flags);
-    let details = ferrocore::check_report(&pages, &meta, &orders_for, CheckOptions::default());
+    let mut progress = Progress::new(progress, "check", Some(meta.last_pgno + 1), Unit::Pages);
+    let pages_done = |n: u64| progress.set(n);
+    let options = CheckOptions {
+        progress: Some(&pages_done),
+        ..CheckOptions::default()
+    };
+    let details = ferrocore::check_report(&pages, &meta, &orders_for, options);
+    progress.finish();
     drop(pages);
     drop(txn);
     Ok(details)

@@ -17,6 +17,9 @@
 //!   tree invariants, and reports every problem found; exit status 0 when clean, 1 when
 //!   it found problems, 2 when the environment cannot be opened or read at all.
 //!
+//! `load`, `copy`, `check` and `dump` show a progress bar on standard error when it is a
+//! terminal (`--progress` shows it anywhere, `--quiet` nowhere).
+//!
 //! Each command lives in its own module; this file only parses and dispatches. `-V` (or
 //! `--version`) prints the version, after any command as well.
 
@@ -31,6 +34,7 @@ mod load;
 mod load_pairs;
 mod mapped;
 mod output;
+mod progress;
 mod stat;
 mod text;
 
