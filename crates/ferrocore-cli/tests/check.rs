@@ -434,3 +434,61 @@ fn a_bad_older_meta_page_is_found() {
         BTreeSet::from([("bad_meta".to_owned(), Some(1))])
     );
 }
+
+/// A small deterministic PRNG (xorshift64*), so that a failing round replays.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+#[test]
+fn random_damage_is_reported_never_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    make_env(dir.path());
+    let data = dir.path().join("data.mdb");
+    let pristine = std::fs::read(&data).unwrap();
+    let pages = (pristine.len() / PS) as u64;
+    let mut rng = Rng(0x5eed_1234_abcd_0001);
+    let mut noticed = 0;
+    let rounds = 150;
+    for round in 0..rounds {
+        let mut bytes = pristine.clone();
+        for _ in 0..=rng.below(6) {
+            // Mostly page headers and slot arrays, where damage matters most.
+            let page = 2 + rng.below(pages - 2);
+            let offset = if rng.below(4) == 0 {
+                rng.below(PS as u64)
+            } else {
+                rng.below(64)
+            };
+            let at = (page * PS as u64 + offset) as usize;
+            bytes[at] ^= 1 << rng.below(8);
+        }
+        std::fs::write(&data, &bytes).unwrap();
+        let (code, report) = check_json(dir.path());
+        match code {
+            Some(0) => assert_eq!(report["ok"], true, "round {round}: {report}"),
+            Some(1) => {
+                assert!(report["problem_count"].as_u64().unwrap() > 0, "{report}");
+                noticed += 1;
+            }
+            Some(2) => assert!(report["error"].is_string(), "round {round}: {report}"),
+            other => panic!("round {round}: check ended with {other:?}: {report}"),
+        }
+    }
+    // Some damage is harmless (free pages, unused space); most is not.
+    assert!(
+        noticed > rounds / 2,
+        "only {noticed} of {rounds} rounds noticed"
+    );
+}

@@ -367,8 +367,8 @@ impl<S: PageSource + ?Sized> Walker<'_, S> {
     }
 
     /// Accounts for pages `pgno..pgno + count` as `owner`'s. Returns whether every one was
-    /// in range and accounted for by nobody before (else the problem is recorded: a
-    /// caller then does not descend).
+    /// in range and accounted for by nobody before; else the problem is recorded (the run
+    /// accounted for up to the first page claimed before) and a caller does not descend.
     fn mark(
         &mut self,
         pgno: u64,
@@ -386,7 +386,6 @@ impl<S: PageSource + ?Sized> Walker<'_, S> {
             self.problem(out_of_range.0, first_bad, out_of_range.1)?;
             return Ok(false);
         }
-        let mut fresh = true;
         for p in pgno..pgno + count {
             let before = std::mem::replace(&mut self.owner[p as usize], owner);
             let (kind, what) = match (before, owner) {
@@ -414,9 +413,12 @@ impl<S: PageSource + ?Sized> Walker<'_, S> {
             // Keep the first owner: a tree page stays one.
             self.owner[p as usize] = before;
             self.problem(kind, p, what)?;
-            fresh = false;
+            // The rest of the run is not accounted for (it shows as leaked if nothing
+            // else claims it): so that each page is claimed at most once and runs that
+            // overlap cost no more than the file's pages, whatever their lengths say.
+            return Ok(false);
         }
-        Ok(fresh)
+        Ok(true)
     }
 
     /// Walks the tree of `rec`; returns what it counted.
