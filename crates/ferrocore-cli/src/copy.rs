@@ -8,10 +8,11 @@ use std::io::{self, IsTerminal, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
-use ferrocore::{Env, Error};
+use ferrocore::{Database, Env, Error};
 
 use crate::envpath::EnvPath;
 use crate::failure::{Failure, Outcome};
+use crate::progress::{Progress, ProgressArgs, Unit};
 
 /// Options of `ferrocore copy`, those of `mdb_copy`.
 #[derive(clap::Args, Debug)]
@@ -42,6 +43,8 @@ pub struct Args {
     /// Where to write the copy: a directory (or data file with -n); standard output if
     /// absent.
     dst: Option<PathBuf>,
+    #[command(flatten)]
+    progress: ProgressArgs,
 }
 
 /// Runs `ferrocore copy`.
@@ -97,10 +100,61 @@ pub fn run(args: &Args) -> Outcome {
 
 /// Writes the copy `args` ask for.
 fn copy(env: &Env, out: &mut dyn Write, args: &Args) -> ferrocore::Result<()> {
+    let mut out = Counted {
+        out,
+        progress: Progress::new(
+            args.progress,
+            "copy",
+            copy_size(env, args.compact),
+            Unit::Bytes,
+        ),
+    };
     match (args.previous, args.compact) {
-        (true, compact) => env.copy_previous(out, compact),
-        (false, true) => env.copy_compact_to(out),
-        (false, false) => env.copy_to(out),
+        (true, compact) => env.copy_previous(&mut out, compact),
+        (false, true) => env.copy_compact_to(&mut out),
+        (false, false) => env.copy_to(&mut out),
+    }?;
+    out.progress.finish();
+    Ok(())
+}
+
+/// About how many bytes the copy writes: the latest snapshot's pages, less its free pages
+/// when compacting. `None` if the figures cannot be read (the copy then says why).
+fn copy_size(env: &Env, compact: bool) -> Option<u64> {
+    let txn = env.begin_read().ok()?;
+    let mut pages = txn.meta().last_pgno + 1;
+    if compact {
+        let mut cursor = txn.cursor(Database::FREE).ok()?;
+        while let Some((_, value)) = cursor.next().ok()? {
+            // A free-DB record: a count of pages, then the pages.
+            let count = u64::from_le_bytes(value.get(..8)?.try_into().ok()?);
+            pages = pages.saturating_sub(count);
+        }
+    }
+    Some(pages * env.page_size() as u64)
+}
+
+/// A writer that counts what goes through it on a progress bar.
+struct Counted<'a> {
+    out: &'a mut dyn Write,
+    progress: Progress,
+}
+
+impl Write for Counted<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.progress.inc(n as u64);
+        Ok(n)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.out.write_all(buf)?;
+        self.progress.inc(buf.len() as u64);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
     }
 }
 

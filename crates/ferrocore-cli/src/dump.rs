@@ -8,6 +8,7 @@ use ferrocore::{Database, ReadTxn};
 use crate::envpath::{self, EnvPath};
 use crate::failure::{Failure, Outcome};
 use crate::output::Output;
+use crate::progress::{Progress, ProgressArgs, Unit};
 use crate::text::{self, FLAG_NAMES};
 
 /// Options of `ferrocore dump`, those of `mdb_dump`.
@@ -43,6 +44,8 @@ pub struct Args {
     /// Write to FILE instead of standard output.
     #[arg(short = 'f', value_name = "FILE")]
     file: Option<PathBuf>,
+    #[command(flatten)]
+    progress: ProgressArgs,
     /// The environment's directory (or data file with -n).
     path: PathBuf,
 }
@@ -84,7 +87,7 @@ pub fn run(args: &Args) -> Outcome {
             db,
             args.subdb.as_deref(),
             &figures,
-            args.print,
+            args,
             &mut out,
         )?;
     }
@@ -110,7 +113,7 @@ fn dump_all(
         if args.list {
             out.line(&name)
         } else {
-            dump_db(at, txn, db, Some(&name), figures, args.print, out)
+            dump_db(at, txn, db, Some(&name), figures, args, out)
         }
     })
 }
@@ -122,9 +125,10 @@ fn dump_db(
     db: Database,
     name: Option<&str>,
     figures: &EnvFigures,
-    print: bool,
+    args: &Args,
     out: &mut Output,
 ) -> Outcome {
+    let print = args.print;
     let flags = txn.db_flags(db).map_err(|e| at.failure(e))?;
     let stat = txn.db_stat(db).map_err(|e| at.failure(e))?;
     let mut header = String::from("VERSION=3\n");
@@ -159,9 +163,12 @@ fn dump_db(
     } else {
         text::encode_hex
     };
+    let what = format!("dump {}", name.unwrap_or("main DB"));
+    let mut progress = Progress::new(args.progress, &what, Some(stat.entries), Unit::Entries);
     let mut line = Vec::with_capacity(256);
     let mut cursor = txn.cursor(db).map_err(|e| at.failure(e))?;
     while let Some((key, value)) = cursor.next().map_err(|e| at.failure(e))? {
+        progress.inc(1);
         line.clear();
         line.push(b' ');
         encode(&mut line, key);
@@ -170,5 +177,6 @@ fn dump_db(
         line.push(b'\n');
         out.bytes(&line)?;
     }
+    progress.finish();
     out.bytes(b"DATA=END\n")
 }

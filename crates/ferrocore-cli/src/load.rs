@@ -14,6 +14,7 @@ use ferrocore::{db_flags, Database, EnvOptions, Error, WriteTxn};
 use crate::envpath::EnvPath;
 use crate::failure::{Failure, Outcome};
 use crate::load_pairs::{load_pairs, parse_memory, LoadMode, PairSource};
+use crate::progress::{Progress, ProgressArgs, Unit};
 use crate::text::{self, DecodeError, FLAG_NAMES};
 
 /// Options of `ferrocore load`, those of `mdb_load`.
@@ -60,6 +61,8 @@ pub struct Args {
     /// runs go to temporary files.
     #[arg(long = "memory", value_name = "SIZE", default_value = "256M", value_parser = parse_memory)]
     memory: usize,
+    #[command(flatten)]
+    progress: ProgressArgs,
     /// The environment's directory (it must exist), or the data file with -n.
     path: PathBuf,
 }
@@ -78,11 +81,12 @@ struct Header {
     page_size: Option<usize>,
 }
 
-/// The input, line by line, counting lines from 1.
+/// The input, line by line, counting lines from 1 (and bytes, for the progress bar).
 struct Lines<R> {
     reader: R,
     line: Vec<u8>,
     number: u64,
+    progress: Progress,
 }
 
 impl<R: BufRead> Lines<R> {
@@ -96,6 +100,7 @@ impl<R: BufRead> Lines<R> {
         if n == 0 {
             return Ok(false);
         }
+        self.progress.inc(n as u64);
         self.number += 1;
         if self.line.last() == Some(&b'\n') {
             self.line.pop();
@@ -136,17 +141,27 @@ impl<R: BufRead> Lines<R> {
 
 /// Runs `ferrocore load`.
 pub fn run(args: &Args) -> Outcome {
-    let reader: Box<dyn BufRead> = match &args.file {
-        Some(path) => Box::new(BufReader::with_capacity(
-            1 << 16,
-            File::open(path).map_err(|e| Failure::new(format!("{}: {e}", path.display())))?,
-        )),
-        None => Box::new(BufReader::with_capacity(1 << 16, io::stdin())),
+    let (reader, size): (Box<dyn BufRead>, Option<u64>) = match &args.file {
+        Some(path) => {
+            let file =
+                File::open(path).map_err(|e| Failure::new(format!("{}: {e}", path.display())))?;
+            let size = file
+                .metadata()
+                .ok()
+                .filter(std::fs::Metadata::is_file)
+                .map(|m| m.len());
+            (Box::new(BufReader::with_capacity(1 << 16, file)), size)
+        }
+        None => (
+            Box::new(BufReader::with_capacity(1 << 16, io::stdin())),
+            None,
+        ),
     };
     let mut input = Lines {
         reader,
         line: Vec::new(),
         number: 0,
+        progress: Progress::new(args.progress, "load", size, Unit::Bytes),
     };
     // As mdb_load, the first header is read before the environment is opened: its sizes
     // are those the environment is created with.
@@ -170,6 +185,9 @@ pub fn run(args: &Args) -> Outcome {
         )));
     }
     let result = load(args, &at, first, data_existed, &mut input);
+    if result.is_ok() {
+        input.progress.finish();
+    }
     if result.is_err() && !data_existed {
         // The load created the environment and committed nothing: leave no trace.
         let _ = std::fs::remove_file(&data_file);

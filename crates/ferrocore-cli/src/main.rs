@@ -2,8 +2,8 @@
 //!
 //! - `ferrocore demo` (the default): runs a small workload on a fresh environment in a
 //!   temporary directory and prints what it measured.
-//! - `ferrocore stat [-e] [-f[f[f]]] [-r[r]] [-a|-s NAME] [-n] PATH`: statistics, as
-//!   `mdb_stat`.
+//! - `ferrocore stat [-e] [-f[f[f]]] [-r[r]] [-a|-s NAME] [-n] [--json] PATH`: statistics,
+//!   as `mdb_stat`, or the same figures as JSON.
 //! - `ferrocore dump [-a|-s NAME] [-l] [-p] [-n] [-f FILE] PATH`: DBs as text, as
 //!   `mdb_dump` writes them.
 //! - `ferrocore load [-f FILE] [-n] [-s NAME] [-N] [-T] [--memory SIZE] PATH`: that text
@@ -13,8 +13,12 @@
 //!   compacts it (no free pages), `-v` copies the snapshot before the latest.
 //! - `ferrocore drop [-d] [-s NAME] [-n] PATH`: empties a DB, or deletes a named one, as
 //!   `mdb_drop`.
-//! - `ferrocore check [-n] PATH`: verifies every page, the free list and the tree
-//!   invariants.
+//! - `ferrocore check [-n] [--json] PATH`: verifies every page, the free list and the
+//!   tree invariants, and reports every problem found; exit status 0 when clean, 1 when
+//!   it found problems, 2 when the environment cannot be opened or read at all.
+//!
+//! `load`, `copy`, `check` and `dump` show a progress bar on standard error when it is a
+//! terminal (`--progress` shows it anywhere, `--quiet` nowhere).
 //!
 //! Each command lives in its own module; this file only parses and dispatches. `-V` (or
 //! `--version`) prints the version, after any command as well.
@@ -28,7 +32,9 @@ mod envpath;
 mod failure;
 mod load;
 mod load_pairs;
+mod mapped;
 mod output;
+mod progress;
 mod stat;
 mod text;
 
@@ -77,7 +83,7 @@ fn main() -> ExitCode {
         Err(Failure::BrokenPipe) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("ferrocore: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(e.exit_status())
         }
     }
 }

@@ -62,11 +62,21 @@ fn check_reports_a_damaged_file_and_fails() {
     f.write_all_at(&[0xff, 0x0f], 3 * 4096 + 16).unwrap();
     drop(f);
     let out = ferrocore().arg("check").arg(dir.path()).output().unwrap();
-    assert!(!out.status.success(), "a damaged file fails the check");
+    assert_eq!(out.status.code(), Some(1), "a damaged file fails the check");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("MDB_CORRUPTED") || err.contains("MDB_PAGE_NOTFOUND"),
-        "{err}"
+    assert!(err.contains("MDB_CORRUPTED"), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("CORRUPTED:"), "{text}");
+    assert!(text.contains("page 3, main DB"), "{text}");
+    let out = ferrocore()
+        .arg("check")
+        .arg(dir.path().join("missing"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "check of a missing environment: it cannot be read at all"
     );
     let out = ferrocore()
         .arg("stat")

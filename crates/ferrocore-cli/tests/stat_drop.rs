@@ -222,3 +222,163 @@ fn drop_empties_or_deletes() {
     assert!(!out.status.success());
     assert!(stderr_text(&out).contains("no such environment"));
 }
+
+/// `stat --json`'s figures written out as `stat`'s text.
+fn json_as_text(report: &serde_json::Value) -> String {
+    let mut text = String::new();
+    let n = |v: &serde_json::Value| v.as_u64().unwrap_or_else(|| panic!("a number: {v}"));
+    let figures = |text: &mut String, db: &serde_json::Value| {
+        text.push_str(&format!(
+            "  Tree depth: {}\n  Branch pages: {}\n  Leaf pages: {}\n  Overflow pages: {}\n  Entries: {}\n",
+            n(&db["depth"]),
+            n(&db["branch_pages"]),
+            n(&db["leaf_pages"]),
+            n(&db["overflow_pages"]),
+            n(&db["entries"])
+        ));
+    };
+    let e = &report["environment"];
+    let address = match e["map_address"].as_u64() {
+        None => "(nil)".to_owned(),
+        Some(a) => format!("{a:#x}"),
+    };
+    text.push_str(&format!(
+        "Environment Info\n  Map address: {address}\n  Map size: {}\n  Page size: {}\n  Max pages: {}\n  Number of pages used: {}\n  Last transaction ID: {}\n  Max readers: {}\n  Number of readers used: {}\n  Oldest reader: {} txns behind, pinning {} freed pages\n",
+        n(&e["map_size"]),
+        n(&e["page_size"]),
+        n(&e["max_pages"]),
+        n(&e["pages_used"]),
+        n(&e["last_txnid"]),
+        n(&e["max_readers"]),
+        n(&e["readers_used"]),
+        n(&e["oldest_reader_lag"]),
+        n(&e["pinned_pages"])
+    ));
+    let free = &report["freelist"];
+    text.push_str("Freelist Status\n");
+    figures(&mut text, free);
+    for record in free["records"].as_array().unwrap() {
+        let bad = if record["bad_sequence"].as_bool().unwrap() {
+            " [bad sequence]"
+        } else {
+            ""
+        };
+        text.push_str(&format!(
+            "    Transaction {}, {} pages, maxspan {}{bad}\n",
+            n(&record["txnid"]),
+            n(&record["pages"]),
+            n(&record["maxspan"])
+        ));
+        for run in record["runs"].as_array().unwrap() {
+            match n(&run["pages"]) {
+                1 => text.push_str(&format!("     {:>9}\n", n(&run["pgno"]))),
+                len => text.push_str(&format!("     {:>9}[{len}]\n", n(&run["pgno"]))),
+            }
+        }
+    }
+    text.push_str(&format!("  Free pages: {}\n", n(&free["free_pages"])));
+    text.push_str("Status of Main DB\n");
+    figures(&mut text, &report["db"]);
+    for db in report["dbs"].as_array().unwrap() {
+        text.push_str(&format!("Status of {}\n", db["name"].as_str().unwrap()));
+        figures(&mut text, db);
+    }
+    text
+}
+
+#[test]
+fn stat_json_has_the_text_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    make_named(dir.path(), 0);
+    let args = ["-e", "-fff", "-a"];
+    // The first run raises the reader slots' high-water mark for both that follow.
+    stat(&args, dir.path());
+    let text = stat(&args, dir.path());
+    let json = stat(&["--json", "-e", "-fff", "-a"], dir.path());
+    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json_as_text(&report), text);
+    assert!(text.contains("    Transaction "), "free-DB records: {text}");
+    assert_eq!(report["dbs"].as_array().unwrap().len(), NAMED.len());
+    // -r alone: the reader table, and nothing after it.
+    let json = stat(&["--json", "-r"], dir.path());
+    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let keys: Vec<&String> = report.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["readers"], "{json}");
+}
+
+/// Named DBs, DUPSORT ones among them with values on sub-pages and in sub-DBs (one key
+/// with 3000 values), over three txns that free pages.
+fn make_dupsort_heavy(dir: &Path) {
+    use ferrocore::{db_flags, Database};
+    // SAFETY: the test owns the directory.
+    let env = unsafe { EnvOptions::new().max_dbs(8).open(dir).unwrap() };
+    let dbs = [
+        ("plain", 0),
+        ("dups", db_flags::DUP_SORT),
+        ("fixed", db_flags::DUP_SORT | db_flags::DUP_FIXED),
+    ];
+    for round in 0..3u32 {
+        let mut txn = env.begin_write().unwrap();
+        for (name, flags) in dbs {
+            let db = txn
+                .open_db(Some(name), u32::from(flags) | db_flags::CREATE)
+                .unwrap();
+            for i in 0..3000u32 {
+                let v = (i * 3 + round).to_be_bytes();
+                match name {
+                    "plain" => txn.put(db, &v, &[round as u8; 100], 0).unwrap(),
+                    // A key with all its values in a sub-DB, keys with a few in sub-pages.
+                    _ if i % 2 == 0 => txn.put(db, b"many", &v, 0).unwrap(),
+                    _ => txn.put(db, &(i % 97).to_be_bytes(), &v, 0).unwrap(),
+                }
+            }
+            if round == 2 {
+                // Deletes free pages of each kind.
+                for i in 0..500u32 {
+                    let _ = txn.delete(db, &(i * 3).to_be_bytes()).unwrap();
+                }
+                let _ = txn.delete_value(db, b"many", Some(&3u32.to_be_bytes()));
+            }
+        }
+        txn.put(Database::MAIN, b"plain key", &[round as u8; 3000], 0)
+            .unwrap();
+        txn.commit().unwrap();
+    }
+}
+
+#[test]
+fn stat_a_e_f_matches_mdb_stat_with_named_and_dupsort_dbs() {
+    let Some(tools) = LmdbTools::find("stat_a_e_f_matches_mdb_stat_with_named_and_dupsort_dbs")
+    else {
+        return;
+    };
+    let ours = tempfile::tempdir().unwrap();
+    make_dupsort_heavy(ours.path());
+    // The same data written by LMDB: ferrocore's dump through mdb_load.
+    let lmdbs = tempfile::tempdir().unwrap();
+    let dump = stdout_of(ferrocore().args(["dump", "-a"]).arg(ours.path()));
+    let out = run_with_input(
+        std::process::Command::new("mdb_load").arg(lmdbs.path()),
+        &dump,
+    );
+    assert!(out.status.success(), "mdb_load: {}", stderr_text(&out));
+    for dir in [ours.path(), lmdbs.path()] {
+        // The first run raises the reader slots' high-water mark for both that follow.
+        mdb_stat(&tools, &["-e"], dir);
+        for args in [&["-a", "-e", "-f"][..], &["-a", "-e", "-ff"]] {
+            let theirs = mdb_stat(&tools, args, dir);
+            let ours = stat(args, dir);
+            assert_eq!(
+                without_oldest_reader(&ours),
+                theirs,
+                "stat {args:?} of {dir:?}"
+            );
+            assert!(theirs.contains("Status of dups\n"), "{theirs}");
+            assert!(theirs.contains("Status of fixed\n"), "{theirs}");
+        }
+        // And the checker finds both files clean, sub-DBs and all.
+        let out = ferrocore().arg("check").arg(dir).output().unwrap();
+        let report = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{dir:?}: {report}");
+    }
+}

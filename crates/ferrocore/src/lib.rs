@@ -69,7 +69,9 @@ mod store;
 mod txn;
 
 pub use bulk::{BulkLoader, BulkOptions, BulkSummary, Duplicates};
-pub use check::CheckReport;
+pub use check::{
+    check_report, CheckDetails, CheckOptions, CheckReport, DbName, DbPages, Problem, ProblemKind,
+};
 pub use detached::{CursorOp, DetachedCursor, TxnRef};
 pub use env::{
     long_key_max, Env, EnvInfo, EnvOptions, DEFAULT_MAX_READERS, LMDB_DEFAULT_MAP_SIZE,
