@@ -7,12 +7,11 @@
 
 use std::path::PathBuf;
 
-use ferrocore::{CheckDetails, CheckOptions, DbName, Orders};
+use ferrocore::{CheckDetails, CheckOptions, DbName};
 use serde_json::{json, Value};
 
 use crate::envpath::EnvPath;
 use crate::failure::{Failure, Outcome};
-use crate::mapped::MappedPages;
 use crate::output::Output;
 use crate::progress::{Progress, ProgressArgs, Unit};
 
@@ -86,28 +85,21 @@ pub fn run(args: &Args) -> Outcome {
     .with_status(DAMAGED))
 }
 
-/// Checks the environment's latest snapshot, read from a map of the data file while a
-/// read txn keeps that snapshot's pages from reuse.
+/// Checks the environment's latest snapshot, through a read txn that keeps its pages.
 fn check(at: &EnvPath, progress: ProgressArgs) -> Outcome<CheckDetails> {
     let env = at.open_existing(true, 0)?;
     let txn = env.begin_read().map_err(|e| at.failure(e))?;
-    let meta = *txn.meta();
-    let data_file = at.data_file();
-    let pages = MappedPages::open(&data_file, env.page_size(), meta.last_pgno)
-        .map_err(|e| Failure::new(format!("{}: {e}", data_file.display())))?;
-    // The file keeps no trace of application comparators: each DB's flags give its orders,
-    // as for LMDB's tools.
-    let orders_for = |_: Option<&[u8]>, flags: u16| Orders::for_flags(flags);
-    let mut progress = Progress::new(progress, "check", Some(meta.last_pgno + 1), Unit::Pages);
+    let last_pgno = txn.meta().last_pgno;
+    let mut progress = Progress::new(progress, "check", Some(last_pgno + 1), Unit::Pages);
     let pages_done = |n: u64| progress.set(n);
     let options = CheckOptions {
         progress: Some(&pages_done),
         ..CheckOptions::default()
     };
-    let details = ferrocore::check_report(&pages, &meta, &orders_for, options);
+    // Each DB's flags give its orders (the file keeps no trace of application
+    // comparators), as for LMDB's tools: this environment was opened with none.
+    let details = txn.check_report(options).map_err(|e| at.failure(e))?;
     progress.finish();
-    drop(pages);
-    drop(txn);
     Ok(details)
 }
 

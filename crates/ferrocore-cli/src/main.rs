@@ -32,7 +32,6 @@ mod envpath;
 mod failure;
 mod load;
 mod load_pairs;
-mod mapped;
 mod output;
 mod progress;
 mod stat;

@@ -69,9 +69,7 @@ mod store;
 mod txn;
 
 pub use bulk::{BulkLoader, BulkOptions, BulkSummary, Duplicates};
-pub use check::{
-    check_report, CheckDetails, CheckOptions, CheckReport, DbName, DbPages, Problem, ProblemKind,
-};
+pub use check::{CheckDetails, CheckOptions, CheckReport, DbName, DbPages, Problem, ProblemKind};
 pub use detached::{CursorOp, DetachedCursor, TxnRef};
 pub use env::{
     long_key_max, Env, EnvInfo, EnvOptions, DEFAULT_MAX_READERS, LMDB_DEFAULT_MAP_SIZE,
@@ -101,6 +99,7 @@ pub mod fault {
 /// pages and meta. Nothing here writes to an environment.
 pub mod raw {
     pub use crate::btree::{get_node, view};
+    pub use crate::check::check_report;
     pub use crate::compact::copy_snapshot;
     pub use crate::format::meta::{DbRecord, Meta, MetaCheck};
     pub use crate::format::page::{node_flags, page_flags, Node, PageView, P_INVALID};

@@ -283,6 +283,30 @@ impl<'env> ReadTxn<'env> {
     /// Verifies every invariant of this snapshot (see `check`): tree order and shape,
     /// record counts, and that every page is used or free exactly once.
     pub fn check(&self) -> Result<crate::check::CheckReport> {
+        self.with_orders(|orders_for| {
+            crate::check::check_snapshot_with(&self.pages, &self.meta, orders_for)
+        })?
+    }
+
+    /// Checks the snapshot as [`ReadTxn::check`] does, but goes on past every problem: the
+    /// report lists them all (the first `options.max_problems` in full, the rest counted),
+    /// with each DB's figures. Fails only if the environment's state cannot be read.
+    pub fn check_report(
+        &self,
+        options: crate::check::CheckOptions<'_>,
+    ) -> Result<crate::check::CheckDetails> {
+        let src = crate::check::WithMetas {
+            pages: &self.pages,
+            metas: self.env.map.slice(0, 2 * self.env.page_size),
+        };
+        self.with_orders(|orders_for| {
+            crate::check::check_report(&src, &self.meta, orders_for, options)
+        })
+    }
+
+    /// Runs `f` with the orders of the snapshot's DBs: the application's comparators for
+    /// the DBs opened with them, else those of each DB's flags.
+    fn with_orders<R>(&self, f: impl FnOnce(crate::check::OrdersFor<'_>) -> R) -> Result<R> {
         let catalog = self
             .env
             .catalog
@@ -295,7 +319,7 @@ impl<'env> ReadTxn<'env> {
                 None => Orders::for_flags(flags),
             },
         };
-        crate::check::check_snapshot_with(&self.pages, &self.meta, &orders_for)
+        Ok(f(&orders_for))
     }
 
     /// Ends the txn; the DB handles it opened become usable in every txn (as LMDB's
