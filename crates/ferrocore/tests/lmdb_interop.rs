@@ -17,6 +17,7 @@ use std::process::Command;
 use ferrocore::{Database, Env, EnvOptions, Stat};
 
 mod common;
+use common::engines::{Engine, KvCursor, KvTxn, KvWriteTxn, Op as CursorOp};
 use common::{
     decode_hex_line, hex_prefix, lmdb, lmdb_utils_available, open_env, stat_tuple_fc,
     stat_tuple_lm, Rng, LMDB_MAP_SIZE,
@@ -246,20 +247,15 @@ fn fc_open(path: &Path) -> Env {
     open_env(path, &EnvOptions::new())
 }
 
-fn fc_scan_db(env: &Env, db: Database) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let txn = env.begin_read().expect("begin_read");
-    let mut cur = txn.cursor(db).expect("cursor");
+/// Every item of DB `db` of either engine, in order (MDB_FIRST, then MDB_NEXT).
+fn scan<E: Engine>(env: &E, db: E::Dbi) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let txn = env.read_txn();
+    let mut cur = txn.cursor_ro(db);
     let mut out = Vec::new();
-    let mut item = cur
-        .first()
-        .expect("cursor first")
-        .map(|(k, v)| (k.to_vec(), v.to_vec()));
+    let mut item = cur.item(CursorOp::First);
     while let Some(kv) = item {
         out.push(kv);
-        item = cur
-            .next()
-            .expect("cursor next")
-            .map(|(k, v)| (k.to_vec(), v.to_vec()));
+        item = cur.item(CursorOp::Next);
     }
     out
 }
@@ -286,12 +282,9 @@ fn decode_free(raw: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<FreeRecord> {
         .collect()
 }
 
-fn fc_free_records(env: &Env) -> Vec<FreeRecord> {
-    decode_free(fc_scan_db(env, Database::FREE))
-}
-
-fn lm_free_records(env: &lmdb::Env) -> Vec<FreeRecord> {
-    decode_free(env.read().scan(lmdb::FREE_DBI))
+/// The free DB's records, read through either engine.
+fn free_records<E: Engine>(env: &E) -> Vec<FreeRecord> {
+    decode_free(scan(env, E::free_db()))
 }
 
 /// Asserts that some page listed free in `before` is no longer free in `after`: the
@@ -307,44 +300,54 @@ fn assert_reused(ctx: &str, before: &[FreeRecord], after: &[FreeRecord]) {
     );
 }
 
-fn fc_apply(env: &Env, ops: &[Op]) {
-    let mut txn = env.begin_write().expect("begin_write");
+/// Applies `ops` to the main DB in one write txn of either engine.
+fn apply<E: Engine>(env: &E, ops: &[Op]) {
+    let mut txn = env.write_txn();
+    let db = txn.open_dbi(None, 0).expect("the main DB");
     for op in ops {
         match op {
-            Op::Put(k, v) => txn.put(Database::MAIN, k, v, 0).expect("ferrocore put"),
+            Op::Put(k, v) => txn
+                .put_item(db, k, v, 0)
+                .unwrap_or_else(|e| panic!("{} put: {e:?}", E::NAME)),
             Op::Del(k, existed) => assert_eq!(
-                txn.delete(Database::MAIN, k).expect("ferrocore delete"),
+                txn.del_item(db, k, None)
+                    .unwrap_or_else(|e| panic!("{} delete: {e:?}", E::NAME)),
                 *existed,
-                "ferrocore delete of {}",
+                "{} delete of {}",
+                E::NAME,
                 hex_prefix(k)
             ),
         }
     }
-    txn.commit().expect("ferrocore commit");
+    txn.commit_txn();
 }
 
-fn fc_verify(ctx: &str, env: &Env, model: &Model, gone: &Gone) {
-    assert_scan_matches(ctx, &fc_scan_db(env, Database::MAIN), model);
-    let txn = env.begin_read().expect("begin_read");
+/// Either engine's main DB holds exactly `model`: a scan, a get of every key, a get of
+/// some deleted keys, and the entry count.
+fn verify<E: Engine>(ctx: &str, env: &E, model: &Model, gone: &Gone) {
+    let main = env.read_txn().open_dbi(None, 0).expect("the main DB");
+    assert_scan_matches(ctx, &scan(env, main), model);
+    let txn = env.read_txn();
     for (k, v) in model {
-        let got = txn.get(Database::MAIN, k).expect("ferrocore get");
+        let got = txn.first_value(main, k);
         assert!(
-            got == Some(&v[..]),
-            "{ctx}: ferrocore get({}) = {:?}, model has {}",
+            got.as_ref() == Some(v),
+            "{ctx}: {} get({}) = {:?}, model has {}",
+            E::NAME,
             hex_prefix(k),
-            got.map(hex_prefix),
+            got.as_deref().map(hex_prefix),
             hex_prefix(v)
         );
     }
     for k in gone.iter().take(GONE_PROBES) {
-        let got = txn.get(Database::MAIN, k).expect("ferrocore get");
         assert!(
-            got.is_none(),
-            "{ctx}: deleted key {} found by ferrocore",
-            hex_prefix(k)
+            txn.first_value(main, k).is_none(),
+            "{ctx}: deleted key {} found by {}",
+            hex_prefix(k),
+            E::NAME
         );
     }
-    assert_eq!(txn.stat().entries, model.len() as u64, "{ctx}: entries");
+    assert_eq!(txn.stat_of(main).5, model.len() as u64, "{ctx}: entries");
 }
 
 fn fc_check(ctx: &str, env: &Env) -> ferrocore::CheckReport {
@@ -355,49 +358,6 @@ fn fc_check(ctx: &str, env: &Env) -> ferrocore::CheckReport {
 }
 
 // ----- LMDB side -----
-
-fn lm_apply(env: &lmdb::Env, ops: &[Op]) {
-    env.write(|txn| {
-        let dbi = txn.main_dbi();
-        for op in ops {
-            match op {
-                Op::Put(k, v) => lmdb::check(txn.put(dbi, k, v, 0), "mdb_put"),
-                Op::Del(k, existed) => {
-                    assert_eq!(
-                        txn.del(dbi, k, None),
-                        *existed,
-                        "LMDB delete of {}",
-                        hex_prefix(k)
-                    );
-                }
-            }
-        }
-    });
-}
-
-fn lm_verify(ctx: &str, env: &lmdb::Env, model: &Model, gone: &Gone) {
-    let txn = env.read();
-    let dbi = txn.main_dbi();
-    assert_scan_matches(ctx, &txn.scan(dbi), model);
-    for (k, v) in model {
-        let got = txn.get(dbi, k);
-        assert!(
-            got.as_ref() == Some(v),
-            "{ctx}: LMDB get({}) = {:?}, model has {}",
-            hex_prefix(k),
-            got.as_deref().map(hex_prefix),
-            hex_prefix(v)
-        );
-    }
-    for k in gone.iter().take(GONE_PROBES) {
-        assert!(
-            txn.get(dbi, k).is_none(),
-            "{ctx}: deleted key {} found by LMDB",
-            hex_prefix(k)
-        );
-    }
-    assert_eq!(env.stat().ms_entries, model.len(), "{ctx}: entries");
-}
 
 /// Checks LMDB's view of the free DB against ferrocore's, both on the same file.
 fn assert_free_db_eq(
@@ -410,7 +370,7 @@ fn assert_free_db_eq(
     let fc_free = txn.db_stat(Database::FREE).expect("free stat");
     assert_stat_eq(&format!("{ctx} (free DB)"), lm_free, &fc_free);
     assert!(
-        lm_records == &fc_free_records(fc)[..],
+        lm_records == &free_records(fc)[..],
         "{ctx}: the engines decode different free-DB records"
     );
 }
@@ -436,20 +396,20 @@ fn lmdb_writes_ferrocore_reads() {
         let lm = lmdb::Env::open(path, LMDB_MAP_SIZE);
         for _ in 0..4 {
             let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 1000, 0, 0);
-            lm_apply(&lm, &ops);
+            apply(&lm, &ops);
         }
-        lm_apply(&lm, &edge_ops(4096, 0, &mut rng, &mut model, &mut gone));
+        apply(&lm, &edge_ops(4096, 0, &mut rng, &mut model, &mut gone));
         let third = model.len() / 3;
         for _ in 0..3 {
             let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 0, 0, third / 3);
-            lm_apply(&lm, &ops);
+            apply(&lm, &ops);
         }
         // The harness itself: LMDB agrees with the model.
-        lm_verify("LMDB after its own writes", &lm, &model, &gone);
+        verify("LMDB after its own writes", &lm, &model, &gone);
         let txn = lm.read();
         let free = txn.db_stat(lmdb::FREE_DBI);
         drop(txn);
-        let free_records = lm_free_records(&lm);
+        let free_records = free_records(&lm);
         assert!(
             free.ms_entries >= 2,
             "LMDB's free DB should hold records after the deletes"
@@ -480,23 +440,23 @@ fn lmdb_writes_ferrocore_reads() {
             (lm_info.me_last_pgno as u64, lm_info.me_last_txnid as u64),
             "last page / last txn of LMDB's file"
         );
-        fc_verify("ferrocore reading LMDB's file", &env, &model, &gone);
+        verify("ferrocore reading LMDB's file", &env, &model, &gone);
         fc_check("ferrocore reading LMDB's file", &env);
 
         for round in 0..5 {
             let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 300, 300, 300);
-            fc_apply(&env, &ops);
+            apply(&env, &ops);
             fc_check(&format!("ferrocore round {round} on LMDB's file"), &env);
         }
-        fc_apply(&env, &edge_ops(4096, 1, &mut rng, &mut model, &mut gone));
+        apply(&env, &edge_ops(4096, 1, &mut rng, &mut model, &mut gone));
         fc_check("ferrocore rewriting LMDB's boundary-size values", &env);
         // Free pages LMDB left were reused: its oldest records were consumed.
         assert_reused(
             "ferrocore writing on LMDB's file",
             &lm_free_before,
-            &fc_free_records(&env),
+            &free_records(&env),
         );
-        fc_verify("ferrocore after its writes", &env, &model, &gone);
+        verify("ferrocore after its writes", &env, &model, &gone);
         (env.stat().unwrap(), env.info().unwrap())
     };
 
@@ -510,13 +470,13 @@ fn lmdb_writes_ferrocore_reads() {
             (fc_info.last_pgno, fc_info.last_txnid),
             "last page / last txn of ferrocore's commits"
         );
-        lm_verify("LMDB reading ferrocore's changes", &lm, &model, &gone);
+        verify("LMDB reading ferrocore's changes", &lm, &model, &gone);
         for _ in 0..3 {
             let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 200, 200, 200);
-            lm_apply(&lm, &ops);
+            apply(&lm, &ops);
         }
-        lm_apply(&lm, &edge_ops(4096, 2, &mut rng, &mut model, &mut gone));
-        lm_verify("LMDB after writing on ferrocore's file", &lm, &model, &gone);
+        apply(&lm, &edge_ops(4096, 2, &mut rng, &mut model, &mut gone));
+        verify("LMDB after writing on ferrocore's file", &lm, &model, &gone);
         (lm.stat(), lm.info())
     };
 
@@ -527,7 +487,7 @@ fn lmdb_writes_ferrocore_reads() {
         env.info().unwrap().last_txnid,
         lm_info2.me_last_txnid as u64
     );
-    fc_verify(
+    verify(
         "ferrocore reading LMDB's second writes",
         &env,
         &model,
@@ -557,9 +517,9 @@ fn ferrocore_writes_lmdb_reads() {
         let env = fc_open(path);
         for _ in 0..5 {
             let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 10_000, 0, 0);
-            fc_apply(&env, &ops);
+            apply(&env, &ops);
         }
-        fc_apply(&env, &edge_ops(4096, 0, &mut rng, &mut model, &mut gone));
+        apply(&env, &edge_ops(4096, 0, &mut rng, &mut model, &mut gone));
         // Sorted loads with APPEND pack leaves full; LMDB must later split such pages.
         let mut txn = env.begin_write().unwrap();
         for i in 0..3000u32 {
@@ -572,17 +532,17 @@ fn ferrocore_writes_lmdb_reads() {
         }
         txn.commit().unwrap();
         let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 2000, 3000, 3000);
-        fc_apply(&env, &ops);
+        apply(&env, &ops);
         let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 0, 0, 15_000);
-        fc_apply(&env, &ops);
+        apply(&env, &ops);
         let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 500, 1000, 5000);
-        fc_apply(&env, &ops);
-        fc_verify("ferrocore after its own writes", &env, &model, &gone);
+        apply(&env, &ops);
+        verify("ferrocore after its own writes", &env, &model, &gone);
         let report = fc_check("ferrocore after its own writes", &env);
         let txn = env.begin_read().unwrap();
         let free = txn.db_stat(Database::FREE).unwrap();
         drop(txn);
-        let free_records = fc_free_records(&env);
+        let free_records = free_records(&env);
         assert!(free.entries >= 1, "free DB records: {free:?}");
         assert!(
             free.overflow_pages > 0,
@@ -608,7 +568,7 @@ fn ferrocore_writes_lmdb_reads() {
         );
         drop(txn);
         assert!(
-            lm_free_records(&lm) == fc_free_before,
+            free_records(&lm) == fc_free_before,
             "LMDB decodes ferrocore's free DB differently"
         );
         let info = lm.info();
@@ -616,7 +576,7 @@ fn ferrocore_writes_lmdb_reads() {
             (info.me_last_pgno as u64, info.me_last_txnid as u64),
             (fc_info.last_pgno, fc_info.last_txnid)
         );
-        lm_verify("LMDB reading ferrocore's file", &lm, &model, &gone);
+        verify("LMDB reading ferrocore's file", &lm, &model, &gone);
 
         let small = Shape {
             key: key_mostly_short,
@@ -634,11 +594,11 @@ fn ferrocore_writes_lmdb_reads() {
             model.insert(key.clone(), value.clone());
             ops.push(Op::Put(key, value));
         }
-        lm_apply(&lm, &ops);
+        apply(&lm, &ops);
         let info1 = lm.info();
         for _ in 0..2 {
             let ops = gen_ops(&mut rng, &mut model, &mut gone, small, 500, 500, 500);
-            lm_apply(&lm, &ops);
+            apply(&lm, &ops);
         }
         let info2 = lm.info();
         assert!(
@@ -650,9 +610,9 @@ fn ferrocore_writes_lmdb_reads() {
         assert_reused(
             "LMDB writing on ferrocore's file",
             &fc_free_before,
-            &lm_free_records(&lm),
+            &free_records(&lm),
         );
-        lm_verify("LMDB after writing on ferrocore's file", &lm, &model, &gone);
+        verify("LMDB after writing on ferrocore's file", &lm, &model, &gone);
         (lm.stat(), info2)
     };
 
@@ -664,13 +624,13 @@ fn ferrocore_writes_lmdb_reads() {
         lm_info.me_last_pgno as u64,
         "last page"
     );
-    fc_verify("ferrocore reading LMDB's writes", &env, &model, &gone);
+    verify("ferrocore reading LMDB's writes", &env, &model, &gone);
     fc_check("ferrocore reading LMDB's writes", &env);
     let mut ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 1000, 1000, 1000);
     ops.extend(edge_ops(4096, 2, &mut rng, &mut model, &mut gone));
-    fc_apply(&env, &ops);
+    apply(&env, &ops);
     fc_check("ferrocore writing after LMDB", &env);
-    fc_verify("ferrocore writing after LMDB", &env, &model, &gone);
+    verify("ferrocore writing after LMDB", &env, &model, &gone);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -874,7 +834,7 @@ fn lmdb_utils_read_ferrocore_env() {
     let env = fc_open(dir.path());
     for _ in 0..3 {
         let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 1000, 0, 0);
-        fc_apply(&env, &ops);
+        apply(&env, &ops);
     }
     // Keys full of bytes mdb_dump -p escapes: backslashes, spaces, control bytes.
     let mut tricky = Vec::new();
@@ -890,12 +850,12 @@ fn lmdb_utils_read_ferrocore_env() {
         tricky.push(Op::Put(k.clone(), v.clone()));
         model.insert(k, v);
     }
-    fc_apply(&env, &tricky);
+    apply(&env, &tricky);
     for _ in 0..2 {
         let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 100, 300, 600);
-        fc_apply(&env, &ops);
+        apply(&env, &ops);
     }
-    fc_verify("ferrocore before the tools", &env, &model, &gone);
+    verify("ferrocore before the tools", &env, &model, &gone);
     let report = fc_check("ferrocore before the tools", &env);
     assert!(report.free_pages > 0, "{report:?}");
     let stat = env.stat().unwrap();
@@ -910,7 +870,7 @@ fn lmdb_utils_read_ferrocore_env() {
     );
     // The tools left the data file as it was.
     let env = fc_open(dir.path());
-    fc_verify("ferrocore after the tools", &env, &model, &gone);
+    verify("ferrocore after the tools", &env, &model, &gone);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -943,13 +903,13 @@ fn page_size_8192_round_trip() {
         assert_eq!(env.page_size(), 8192);
         for _ in 0..3 {
             let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 800, 100, 100);
-            fc_apply(&env, &ops);
+            apply(&env, &ops);
         }
         let mut ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 0, 200, 600);
         ops.extend(edge_ops(8192, 0, &mut rng, &mut model, &mut gone));
-        fc_apply(&env, &ops);
+        apply(&env, &ops);
         let report = fc_check("ferrocore 8K", &env);
-        fc_verify("ferrocore 8K", &env, &model, &gone);
+        verify("ferrocore 8K", &env, &model, &gone);
         let stat = env.stat().unwrap();
         assert_eq!(stat.page_size, 8192);
         assert!(stat.overflow_pages > 0 && stat.depth >= 2, "{stat:?}");
@@ -976,13 +936,13 @@ fn page_size_8192_round_trip() {
         let st = lm.stat();
         assert_eq!(st.ms_psize, 8192, "LMDB takes the file's page size");
         assert_stat_eq("LMDB opening ferrocore's 8K file", &st, &fc_stat);
-        lm_verify("LMDB reading ferrocore's 8K file", &lm, &model, &gone);
+        verify("LMDB reading ferrocore's 8K file", &lm, &model, &gone);
         for _ in 0..2 {
             let ops = gen_ops(&mut rng, &mut model, &mut gone, shape, 300, 300, 300);
-            lm_apply(&lm, &ops);
+            apply(&lm, &ops);
         }
-        lm_apply(&lm, &edge_ops(8192, 1, &mut rng, &mut model, &mut gone));
-        lm_verify("LMDB after writing the 8K file", &lm, &model, &gone);
+        apply(&lm, &edge_ops(8192, 1, &mut rng, &mut model, &mut gone));
+        verify("LMDB after writing the 8K file", &lm, &model, &gone);
         lm.stat()
     };
 
@@ -993,7 +953,7 @@ fn page_size_8192_round_trip() {
         &lm_stat,
         &env.stat().unwrap(),
     );
-    fc_verify("ferrocore reading LMDB's 8K writes", &env, &model, &gone);
+    verify("ferrocore reading LMDB's 8K writes", &env, &model, &gone);
     fc_check("ferrocore reading LMDB's 8K writes", &env);
 }
 
@@ -1022,14 +982,14 @@ fn same_puts_same_overflow_pages() {
             // ferrocore creates the file (LMDB only creates OS-page-size files).
             let env = open_env(dir.path(), EnvOptions::new().page_size(page_size));
             if writer == "ferrocore" {
-                fc_apply(&env, &ops);
+                apply(&env, &ops);
                 drop(env);
             } else {
                 drop(env);
-                lm_apply(&lmdb::Env::open(dir.path(), LMDB_MAP_SIZE), &ops);
+                apply(&lmdb::Env::open(dir.path(), LMDB_MAP_SIZE), &ops);
             }
             let lm = lmdb::Env::open(dir.path(), LMDB_MAP_SIZE);
-            lm_verify(&format!("{writer} at {page_size}"), &lm, &model, &gone);
+            verify(&format!("{writer} at {page_size}"), &lm, &model, &gone);
             let st = lm.stat();
             stats.push((st.ms_overflow_pages as u64, st.ms_entries as u64));
         }
@@ -1071,12 +1031,12 @@ fn emptied_tree_round_trip() {
     };
     {
         let env = fc_open(path);
-        fc_apply(
+        apply(
             &env,
             &gen_ops(&mut rng, &mut model, &mut gone, shape, 1500, 0, 0),
         );
         let n = model.len();
-        fc_apply(
+        apply(
             &env,
             &gen_ops(&mut rng, &mut model, &mut gone, shape, 0, 0, n),
         );
@@ -1089,14 +1049,14 @@ fn emptied_tree_round_trip() {
     }
     {
         let lm = lmdb::Env::open(path, LMDB_MAP_SIZE);
-        lm_verify("LMDB reading ferrocore's empty tree", &lm, &model, &gone);
+        verify("LMDB reading ferrocore's empty tree", &lm, &model, &gone);
         assert_eq!(lm.stat().ms_depth, 0);
-        lm_apply(
+        apply(
             &lm,
             &gen_ops(&mut rng, &mut model, &mut gone, shape, 800, 0, 0),
         );
         let n = model.len();
-        lm_apply(
+        apply(
             &lm,
             &gen_ops(&mut rng, &mut model, &mut gone, shape, 0, 0, n),
         );
@@ -1105,16 +1065,16 @@ fn emptied_tree_round_trip() {
     {
         let env = fc_open(path);
         empty("LMDB", env.stat().unwrap());
-        fc_verify("ferrocore reading LMDB's empty tree", &env, &model, &gone);
+        verify("ferrocore reading LMDB's empty tree", &env, &model, &gone);
         fc_check("ferrocore reading LMDB's empty tree", &env);
-        fc_apply(
+        apply(
             &env,
             &gen_ops(&mut rng, &mut model, &mut gone, shape, 300, 0, 0),
         );
         fc_check("ferrocore refilling", &env);
     }
     let lm = lmdb::Env::open(path, LMDB_MAP_SIZE);
-    lm_verify("LMDB reading the refilled tree", &lm, &model, &gone);
+    verify("LMDB reading the refilled tree", &lm, &model, &gone);
 }
 
 /// While ferrocore has an environment open, LMDB 0.9's own tools share it live: the lock

@@ -90,6 +90,8 @@ pub trait Engine: Sized {
     /// Opens (creating if needed) the environment in directory `path` with room for
     /// `max_dbs` named DBs. Only this test may touch the directory, and the other engine
     /// must have it closed.
+    /// The handle of the free DB (read-only).
+    fn free_db() -> Self::Dbi;
     fn open_env(path: &Path, max_dbs: u32) -> Self;
     fn read_txn(&self) -> Self::Read<'_>;
     fn write_txn(&self) -> Self::Write<'_>;
@@ -168,6 +170,10 @@ impl Engine for ferrocore::Env {
     type Dbi = Database;
     type Read<'e> = ReadTxn<'e>;
     type Write<'e> = WriteTxn<'e>;
+
+    fn free_db() -> Self::Dbi {
+        Database::FREE
+    }
 
     fn open_env(path: &Path, max_dbs: u32) -> Self {
         super::open_env(path, ferrocore::EnvOptions::new().max_dbs(max_dbs))
@@ -319,6 +325,10 @@ impl Engine for lmdb::Env {
     type Dbi = ffi::MDB_dbi;
     type Read<'e> = lmdb::Txn<'e>;
     type Write<'e> = lmdb::Txn<'e>;
+
+    fn free_db() -> Self::Dbi {
+        lmdb::FREE_DBI
+    }
 
     fn open_env(path: &Path, max_dbs: u32) -> Self {
         lmdb::Env::open_with_max_dbs(path, LMDB_MAP_SIZE, max_dbs)
