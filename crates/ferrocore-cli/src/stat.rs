@@ -180,22 +180,30 @@ fn free_section(at: &EnvPath, txn: &ReadTxn<'_>, level: u8, out: &mut Output) ->
     let stat = txn.db_stat(Database::FREE).map_err(|e| at.failure(e))?;
     db_figures(&stat, out)?;
     let mut total = 0u64;
-    let mut cursor = txn.cursor(Database::FREE).map_err(|e| at.failure(e))?;
-    while let Some((key, value)) = cursor.next().map_err(|e| at.failure(e))? {
-        let (txnid, pages) = free_record(key, value).ok_or_else(|| {
-            Failure::new(format!(
-                "{}: a free-list record is malformed ({} byte key, {} byte value)",
-                at.path.display(),
-                key.len(),
-                value.len()
-            ))
-        })?;
+    for (txnid, pages) in free_records(at, txn)? {
         total += pages.len() as u64;
         if level > 1 {
             free_record_lines(txnid, &pages, level > 2, out)?;
         }
     }
     out.line(format!("  Free pages: {total}"))
+}
+
+/// Every free-DB record, decoded (see [`free_record`]); a malformed one is a failure.
+fn free_records(at: &EnvPath, txn: &ReadTxn<'_>) -> Outcome<Vec<(u64, Vec<u64>)>> {
+    let mut records = Vec::new();
+    let mut cursor = txn.cursor(Database::FREE).map_err(|e| at.failure(e))?;
+    while let Some((key, value)) = cursor.next().map_err(|e| at.failure(e))? {
+        records.push(free_record(key, value).ok_or_else(|| {
+            Failure::new(format!(
+                "{}: a free-list record is malformed ({} byte key, {} byte value)",
+                at.path.display(),
+                key.len(),
+                value.len()
+            ))
+        })?);
+    }
+    Ok(records)
 }
 
 /// A free-DB record: the txn id, and the page numbers (LMDB's IDL: a count, then the pages
@@ -392,16 +400,7 @@ fn free_json(at: &EnvPath, txn: &ReadTxn<'_>, level: u8) -> Outcome<Value> {
     let stat = txn.db_stat(Database::FREE).map_err(|e| at.failure(e))?;
     let mut total = 0u64;
     let mut records = Vec::new();
-    let mut cursor = txn.cursor(Database::FREE).map_err(|e| at.failure(e))?;
-    while let Some((key, value)) = cursor.next().map_err(|e| at.failure(e))? {
-        let (txnid, pages) = free_record(key, value).ok_or_else(|| {
-            Failure::new(format!(
-                "{}: a free-list record is malformed ({} byte key, {} byte value)",
-                at.path.display(),
-                key.len(),
-                value.len()
-            ))
-        })?;
+    for (txnid, pages) in free_records(at, txn)? {
         total += pages.len() as u64;
         if level > 1 {
             let (maxspan, bad) = free_span(&pages);

@@ -666,6 +666,11 @@ view!(WriteTxn<'_>);
 
 /// Items in engine bytes, as a cursor hands them out.
 type Items = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// A cursor's item, owned.
+fn owned_item(item: Option<(&[u8], &[u8])>) -> Option<(Vec<u8>, Vec<u8>)> {
+    item.map(|(a, b)| (a.to_vec(), b.to_vec()))
+}
 /// Items the model expects, in engine bytes; `None` for the value of a named DB's record
 /// in the main DB (only its size is known).
 type Expected = Vec<(Vec<u8>, Option<Vec<u8>>)>;
@@ -911,8 +916,8 @@ fn read_op<V: View>(
             let got: Items = view
                 .cur(h)
                 .set(&raw)
+                .map(owned_item)
                 .unwrap()
-                .map(|(a, b)| (a.to_vec(), b.to_vec()))
                 .into_iter()
                 .collect();
             let want: Expected = m
@@ -961,8 +966,8 @@ fn read_op<V: View>(
             let mut c = view.cur(h);
             let got: Items = c
                 .set_range(&raw)
+                .map(owned_item)
                 .unwrap()
-                .map(|(a, b)| (a.to_vec(), b.to_vec()))
                 .into_iter()
                 .collect();
             let want: Expected = m

@@ -171,8 +171,8 @@ enum Keep {
     SomeSectors,
 }
 
-/// splitmix64: a fast deterministic stream for the cuts.
-fn next_random(state: &mut u64) -> u64 {
+/// splitmix64: a fast deterministic stream for the cuts (and the tree's unit tests).
+pub(crate) fn next_random(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
