@@ -153,17 +153,17 @@ impl Catalog {
         Ok(())
     }
 
-    /// Registers a DB for txn `serial` (or returns its existing handle). A new handle is
-    /// private to that txn until it commits; opening a handle still private to another txn
-    /// shares it.
-    pub fn register(&mut self, name: &[u8], flags: u16, serial: u64) -> Result<u32> {
+    /// Registers a DB for txn `serial` (or returns its existing handle), and whether the
+    /// handle is new. A new handle is private to that txn until it commits; opening a
+    /// handle still private to another txn shares it.
+    pub fn register(&mut self, name: &[u8], flags: u16, serial: u64) -> Result<(u32, bool)> {
         if let Some(dbi) = self.lookup(name) {
             if let Ok(e) = self.entry_mut(dbi) {
                 if !e.private_to.is_empty() && !e.private_to.contains(&serial) {
                     e.private_to.push(serial);
                 }
             }
-            return Ok(dbi);
+            return Ok((dbi, false));
         }
         if self.by_name.len() >= self.max_dbs {
             return Err(Error::DbsFull);
@@ -187,7 +187,26 @@ impl Catalog {
         };
         let dbi = FIRST_NAMED + slot as u32;
         self.by_name.insert(name.to_vec(), dbi);
-        Ok(dbi)
+        Ok((dbi, true))
+    }
+
+    /// A nested level of txn `serial` that opened handle `dbi` as new (`register`) aborted:
+    /// the handle closes, as LMDB closes the handles a child txn opened when it aborts,
+    /// unless it is no longer that txn's private handle (a `drop_db` of the level closed
+    /// it, and the slot went to another txn). Returns true if it closed.
+    pub fn close_opened(&mut self, dbi: u32, serial: u64) -> bool {
+        let Ok(e) = self.entry_mut(dbi) else {
+            return false;
+        };
+        if !e.private_to.contains(&serial) {
+            return false;
+        }
+        e.private_to.retain(|&s| s != serial);
+        if !e.private_to.is_empty() {
+            // Another txn opened it meanwhile and holds it still.
+            return false;
+        }
+        self.close(dbi).is_ok()
     }
 
     fn entry_mut(&mut self, dbi: u32) -> Result<&mut CatalogEntry> {

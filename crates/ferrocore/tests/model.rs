@@ -1229,18 +1229,19 @@ struct Segment<'e, 'o> {
     snapshots: Vec<(ReadTxn<'e>, Model)>,
     /// Handles of named DBs known to be open.
     handles: BTreeMap<usize, Database>,
-    /// The DBs whose handle the open write txn opened first: closed if it aborts.
-    pending: BTreeSet<usize>,
-    /// Per open write txn level, the DBs it changed, and those it deleted.
-    touched: Vec<(BTreeSet<usize>, BTreeSet<usize>)>,
-    /// DBs whose deletion a nested txn's abort undid. While there are any, the named DBs
-    /// are left alone until the top txn ends, and checked after its commit: without this,
-    /// the generator still finds a leaked page in a mix of drops and nested aborts (issue
-    /// 15's note has the sequence), beyond the two cases
-    /// `a_db_deleted_in_an_aborted_nested_txn_keeps_its_changes` shows fixed.
-    undeleted: BTreeSet<usize>,
+    /// Per open write txn level (the top txn first), what it did.
+    levels: Vec<LevelLog>,
     /// DBs changed, or changed back by an abort, since their last full check.
     unverified: BTreeSet<usize>,
+}
+
+/// What one level of a write txn did.
+#[derive(Default)]
+struct LevelLog {
+    /// The DBs it changed.
+    changed: BTreeSet<usize>,
+    /// The DBs whose handle it opened (as far as the model knows, first).
+    opened: BTreeSet<usize>,
 }
 
 fn open(dir: &Path) -> Env {
@@ -1263,9 +1264,7 @@ impl<'e, 'o> Segment<'e, 'o> {
             state,
             snapshots: Vec::new(),
             handles: BTreeMap::new(),
-            pending: BTreeSet::new(),
-            touched: Vec::new(),
-            undeleted: BTreeSet::new(),
+            levels: Vec::new(),
             unverified: BTreeSet::new(),
         };
         // The environment as opened holds exactly the committed model.
@@ -1301,18 +1300,14 @@ impl<'e, 'o> Segment<'e, 'o> {
                 _ => {
                     let mut txn = self.env.begin_write().unwrap();
                     let mut model = self.state.committed.clone();
-                    self.touched.push(Default::default());
+                    self.levels.push(LevelLog::default());
                     let end = self.level(&mut txn, &mut model, 0);
-                    let (touched, _) = self.touched.pop().expect("the top level's changes");
-                    self.undeleted.clear();
+                    let log = self.levels.pop().expect("the top level's log");
                     match end {
-                        End::Commit | End::Out => self.commit(txn, model, touched),
+                        End::Commit | End::Out => self.commit(txn, model, log.changed),
                         End::Abort | End::Reopen => {
                             txn.abort();
-                            self.unverified.extend(touched);
-                            for db in std::mem::take(&mut self.pending) {
-                                self.handles.remove(&db);
-                            }
+                            self.forget(log);
                         }
                     }
                     match end {
@@ -1338,31 +1333,26 @@ impl<'e, 'o> Segment<'e, 'o> {
                 Op::Begin if depth < MAX_DEPTH => {
                     let mut child_model = model.clone();
                     let mut child = txn.begin_nested().unwrap();
-                    self.touched.push(Default::default());
+                    self.levels.push(LevelLog::default());
                     let end = self.level(&mut child, &mut child_model, depth + 1);
-                    let (touched, deleted) = self.touched.pop().expect("the child's changes");
+                    let log = self.levels.pop().expect("the child's log");
                     if matches!(end, End::Commit | End::Out) {
                         child.commit().unwrap();
                         *model = child_model;
-                        let parent = self.touched.last_mut().expect("the parent level");
-                        parent.0.extend(touched);
-                        parent.1.extend(deleted);
+                        let parent = self.levels.last_mut().expect("the parent level");
+                        parent.changed.extend(log.changed);
+                        parent.opened.extend(log.opened);
                         self.state.seen.nested_commits += 1;
                     } else {
                         child.abort();
-                        self.unverified.extend(touched);
-                        self.undeleted
-                            .extend(deleted.into_iter().filter(|db| model.contains_key(db)));
+                        self.forget(log);
                         self.state.seen.nested_aborts += 1;
                     }
                     if matches!(end, End::Reopen | End::Out) {
                         return end;
                     }
                     // The parent holds what the child left, or what it held before.
-                    let unverified = std::mem::take(&mut self.unverified);
-                    let (later, now) = unverified.into_iter().partition(|&db| self.frozen(db));
-                    self.unverified = later;
-                    for db in now {
+                    for db in std::mem::take(&mut self.unverified) {
                         if let Some(h) = self.find_db(txn, model, db) {
                             let node = verify_db(&*txn, h, db, model);
                             self.state.seen.note_node(db, node);
@@ -1380,7 +1370,6 @@ impl<'e, 'o> Segment<'e, 'o> {
     fn commit(&mut self, txn: WriteTxn<'e>, model: Model, touched: BTreeSet<usize>) {
         txn.commit().expect("commit");
         // The handles it opened are everyone's now.
-        self.pending.clear();
         self.state.committed = model;
         let committed = &self.state.committed;
         let report = self.env.check().expect("invariants hold after commit");
@@ -1421,8 +1410,7 @@ impl<'e, 'o> Segment<'e, 'o> {
                 }
             }
             Op::DropSnapshot { which } => {
-                // (A read txn's open_db could take a handle slot too: see `undeleted`.)
-                if !self.snapshots.is_empty() && self.undeleted.is_empty() {
+                if !self.snapshots.is_empty() {
                     let (read, model) = self.snapshots.remove(which % self.snapshots.len());
                     verify_snapshot(&read, &model, &mut self.state.seen);
                     read.check().expect("an old snapshot stays consistent");
@@ -1441,16 +1429,20 @@ impl<'e, 'o> Segment<'e, 'o> {
         self.state
     }
 
-    /// True if ops leave DB `db` alone for now (see `undeleted`).
-    fn frozen(&self, db: usize) -> bool {
-        db != MAIN && !self.undeleted.is_empty()
+    /// A level ended without committing: what it changed is back as it was, to be checked
+    /// again, and the handles it opened are closed (as LMDB closes a child txn's).
+    fn forget(&mut self, log: LevelLog) {
+        self.unverified.extend(log.changed);
+        for db in log.opened {
+            self.handles.remove(&db);
+        }
     }
 
     fn touch(&mut self, db: usize) {
-        self.touched
+        self.levels
             .last_mut()
             .expect("a write txn is open")
-            .0
+            .changed
             .insert(db);
         self.unverified.insert(db);
     }
@@ -1464,7 +1456,11 @@ impl<'e, 'o> Segment<'e, 'o> {
                 KINDS[db].label()
             ),
             None => {
-                self.pending.insert(db);
+                self.levels
+                    .last_mut()
+                    .expect("a write txn is open")
+                    .opened
+                    .insert(db);
             }
         }
     }
@@ -1512,9 +1508,6 @@ impl<'e, 'o> Segment<'e, 'o> {
 
     fn step(&mut self, txn: &mut WriteTxn<'e>, model: &mut Model, op: &Op) {
         let shape = self.shape;
-        if op.db().is_some_and(|db| self.frozen(db)) {
-            return;
-        }
         match *op {
             Op::Put {
                 db,
@@ -1575,14 +1568,8 @@ impl<'e, 'o> Segment<'e, 'o> {
                 self.touch(db);
                 if delete {
                     self.state.seen.drops.1 += 1;
-                    self.touched
-                        .last_mut()
-                        .expect("a write txn is open")
-                        .1
-                        .insert(db);
                     delete_db(model, db);
                     self.handles.remove(&db);
-                    self.pending.remove(&db);
                     self.touch(MAIN);
                     assert!(
                         matches!(txn.open_db(Some(name), 0), Err(Error::NotFound)),
@@ -2141,4 +2128,102 @@ fn a_db_deleted_in_an_aborted_nested_txn_keeps_its_changes() {
     txn.open_db(Some("ints"), ints).unwrap();
     txn.commit().unwrap();
     env.check().expect("the commit leaves a sound file");
+}
+
+/// As LMDB (`mdb_dbis_update` when a child txn ends), a nested txn that aborts closes the
+/// handles it opened, and only those: a handle that outlived its level could name a DB the
+/// txn no longer has, and writes through it leaked pages.
+#[test]
+fn an_aborted_nested_txn_closes_the_handles_it_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let ints = db_flags::CREATE | u32::from(db_flags::INTEGER_KEY);
+    {
+        let env = open(dir.path());
+        let mut txn = env.begin_write().unwrap();
+        let plain = txn.open_db(Some("plain"), db_flags::CREATE).unwrap();
+        txn.put(plain, b"k", b"v", 0).unwrap();
+        let mut child = txn.begin_nested().unwrap();
+        let created = child.open_db(Some("ints"), ints).unwrap();
+        child.put(created, &1u32.to_ne_bytes(), b"one", 0).unwrap();
+        assert_eq!(child.open_db(Some("plain"), 0).unwrap(), plain);
+        child.abort();
+        assert!(
+            matches!(txn.db_stat(created), Err(Error::BadDbi)),
+            "the handle the child opened is closed"
+        );
+        assert!(matches!(
+            txn.put(created, &2u32.to_ne_bytes(), b"two", 0),
+            Err(Error::BadDbi)
+        ));
+        assert!(matches!(txn.open_db(Some("ints"), 0), Err(Error::NotFound)));
+        assert_eq!(txn.get(plain, b"k").unwrap(), Some(&b"v"[..]));
+        let ints_db = txn.open_db(Some("ints"), ints).unwrap();
+        txn.put(ints_db, &3u32.to_ne_bytes(), b"three", 0).unwrap();
+        txn.commit().unwrap();
+        env.check().expect("a sound file");
+    }
+    // An existing DB first opened in a child: closed by its abort too; one the parent had
+    // opened stays open.
+    let env = open(dir.path());
+    let mut txn = env.begin_write().unwrap();
+    let plain = txn.open_db(Some("plain"), 0).unwrap();
+    let mut child = txn.begin_nested().unwrap();
+    let existing = child.open_db(Some("ints"), 0).unwrap();
+    child
+        .put(existing, &4u32.to_ne_bytes(), b"four", 0)
+        .unwrap();
+    child.abort();
+    assert!(matches!(txn.db_stat(existing), Err(Error::BadDbi)));
+    assert_eq!(txn.get(plain, b"k").unwrap(), Some(&b"v"[..]));
+    let reopened = txn.open_db(Some("ints"), 0).unwrap();
+    assert_eq!(txn.db_stat(reopened).unwrap().entries, 1);
+    txn.commit().unwrap();
+    env.check().expect("a sound file");
+}
+
+/// A DB has one state in a write txn, whatever handle number reaches it. Here the txn
+/// changed `plain` through a handle a nested txn's drop closed (the abort brings the DB
+/// back, not the handle), and a read txn then opened `plain` under another number: writes
+/// through that number must see and keep the txn's changes. Before, they started again
+/// from the DB's committed record, and the commit wrote both records (a leaked page).
+#[test]
+fn a_db_keeps_one_state_when_its_handle_number_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let env = open(dir.path());
+        let mut txn = env.begin_write().unwrap();
+        let plain = txn.open_db(Some("plain"), db_flags::CREATE).unwrap();
+        txn.open_db(Some("other"), db_flags::CREATE).unwrap();
+        txn.put(plain, b"committed", b"1", 0).unwrap();
+        txn.commit().unwrap();
+    }
+    // Opened again: no handle is open yet.
+    let env = open(dir.path());
+    let mut txn = env.begin_write().unwrap();
+    let plain = txn.open_db(Some("plain"), 0).unwrap();
+    for i in 0..200u32 {
+        txn.put(plain, format!("key{i:04}").as_bytes(), &[7; 64], 0)
+            .unwrap();
+    }
+    let mut child = txn.begin_nested().unwrap();
+    child.drop_db(plain, true).unwrap();
+    child.abort();
+    // `plain`'s handle is closed; a read txn opens another DB into its slot, then `plain`.
+    let read = env.begin_read().unwrap();
+    let taken = read.open_db(Some("other")).unwrap();
+    let moved = read.open_db(Some("plain")).unwrap();
+    assert_eq!(taken, plain, "the closed slot is reused first");
+    assert_ne!(moved, plain);
+    drop(read);
+    assert_eq!(
+        txn.db_stat(moved).unwrap().entries,
+        201,
+        "the txn's changes, through the new number"
+    );
+    txn.put(moved, b"last", b"2", 0).unwrap();
+    txn.commit().unwrap();
+    env.check().expect("one record per DB, no leaked page");
+    let read = env.begin_read().unwrap();
+    let plain = read.open_db(Some("plain")).unwrap();
+    assert_eq!(read.db_stat(plain).unwrap().entries, 202);
 }

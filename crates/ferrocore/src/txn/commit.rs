@@ -34,7 +34,6 @@ use crate::error::{CommitStep, Error, Result};
 use crate::flags::env_flags;
 use crate::format::meta::{DbRecord, Meta, META_WRITE_SIZE};
 use crate::freelist;
-use crate::order::KeyCmp;
 use crate::shared::EnvInner;
 use crate::store::MappedWrites;
 
@@ -70,6 +69,11 @@ impl WriteTxn<'_> {
             .map(|(&dbi, n)| (dbi, n.record))
             .collect();
         changed.sort_unstable_by_key(|&(dbi, _)| dbi);
+        let main_cmp = main_orders(self.env, &self.main_db)?.key;
+        assert!(
+            one_state_per_name(&self.named),
+            "a named DB has two states in one txn: both records would be written"
+        );
         for &(dbi, record) in &changed {
             // Under the name it was loaded with (its handle may name another DB by now).
             let name = self.named[&dbi].name.clone();
@@ -80,7 +84,7 @@ impl WriteTxn<'_> {
             TreeMut {
                 store: &mut self.pages,
                 db: &mut self.main_db,
-                cmp: KeyCmp::Lexicographic,
+                cmp: main_cmp,
             }
             .put(&name, &record.to_bytes(), mode)?;
         }
@@ -306,4 +310,12 @@ pub(crate) fn write_and_flush_meta(env: &EnvInner, meta: &Meta) -> Result<()> {
         let _ = env.data.write_at(offset, &previous);
         failed(env, step, e)
     })
+}
+
+/// True if no two of a txn's named-DB states name the same DB (the states move between
+/// handle numbers, see `WriteTxn::adopt_named`, but a DB has one).
+fn one_state_per_name(named: &DbiMap<NamedDb>) -> bool {
+    let mut names: Vec<&[u8]> = named.values().map(|n| n.name.as_slice()).collect();
+    names.sort_unstable();
+    names.windows(2).all(|w| w[0] != w[1])
 }

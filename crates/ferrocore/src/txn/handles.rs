@@ -152,15 +152,16 @@ pub(super) fn check_room(env: &EnvInner, name: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Reads the record of named DB `name` from the main DB `main`, if it exists.
+/// Reads the record of named DB `name` from the main DB `main` (whose key order is
+/// `main_cmp`: as in LMDB, names are keys of the main DB like any other), if it exists.
 /// `Incompatible` if `name` is a plain key of the main DB.
 pub(super) fn named_record<S: PageSource + ?Sized>(
     src: &S,
     main: &DbRecord,
+    main_cmp: KeyCmp,
     name: &[u8],
-    _flags: u16,
 ) -> Result<Option<DbRecord>> {
-    let Some((node_flags, data)) = btree::get_node(src, main, KeyCmp::Lexicographic, name)? else {
+    let Some((node_flags, data)) = btree::get_node(src, main, main_cmp, name)? else {
         return Ok(None);
     };
     if node_flags & crate::format::page::node_flags::SUBDATA == 0 || data.len() != DbRecord::SIZE {

@@ -1,5 +1,7 @@
 //! Nested write txns: their changes join the parent on commit and vanish on abort.
 
+use std::sync::atomic::Ordering;
+
 use crate::error::{Error, Result};
 use crate::format::meta::DbRecord;
 
@@ -27,6 +29,9 @@ pub struct NestedLevel {
     pub(super) failed: bool,
     /// `drops.len()` when the level began: an abort forgets the level's drops.
     pub(super) drops: usize,
+    /// `opened_handles.len()` when the level began: an abort closes the handles the level
+    /// opened.
+    pub(super) opened_handles: usize,
 }
 
 impl<'env> WriteTxn<'env> {
@@ -57,6 +62,7 @@ impl<'env> WriteTxn<'env> {
             main_dropped: self.main_dropped,
             failed: self.failed,
             drops: self.drops.len(),
+            opened_handles: self.opened_handles.len(),
         })
     }
 
@@ -81,7 +87,32 @@ impl<'env> WriteTxn<'env> {
         self.main_dropped = level.main_dropped;
         self.failed = level.failed;
         self.drops.truncate(level.drops);
+        self.close_handles_opened_since(level.opened_handles);
         self.changes = self.changes.wrapping_add(1);
+    }
+
+    /// Closes the handles opened as new since `opened_handles[from]`, as LMDB closes the
+    /// handles a child txn opened when it aborts (`mdb_dbis_update`). Without this, a
+    /// handle could outlive the record its level created, and name a DB this txn no
+    /// longer has.
+    fn close_handles_opened_since(&mut self, from: usize) {
+        if self.opened_handles.len() <= from {
+            return;
+        }
+        let Ok(mut catalog) = self.env.catalog.write() else {
+            // A poisoned catalog fails every later use of a handle anyway.
+            self.failed = true;
+            return;
+        };
+        let mut closed = false;
+        for dbi in self.opened_handles.drain(from..) {
+            closed |= catalog.close_opened(dbi, self.handles.serial);
+        }
+        drop(catalog);
+        if closed {
+            // The slots may be reused: cached records and orders must be re-checked.
+            self.env.orders_generation.fetch_add(1, Ordering::AcqRel);
+        }
     }
 }
 

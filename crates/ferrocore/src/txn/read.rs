@@ -176,7 +176,8 @@ impl<'env> ReadTxn<'env> {
         }
         let ((name, flags, orders), public) =
             catalog_entry_full(self.env, db, self.handles.serial)?;
-        match named_record(&self.pages, &self.meta.main_db, &name, flags)? {
+        let main_cmp = main_orders(self.env, &self.meta.main_db)?.key;
+        match named_record(&self.pages, &self.meta.main_db, main_cmp, &name)? {
             Some(record) => {
                 // A handle private to this txn stays out of the shared cache, which other
                 // txns read without asking the catalog.
@@ -197,9 +198,10 @@ impl<'env> ReadTxn<'env> {
             return Ok(Database::MAIN);
         };
         check_room(self.env, name.as_bytes())?;
-        let record = named_record(&self.pages, &self.meta.main_db, name.as_bytes(), 0)?
+        let main_cmp = main_orders(self.env, &self.meta.main_db)?.key;
+        let record = named_record(&self.pages, &self.meta.main_db, main_cmp, name.as_bytes())?
             .ok_or(Error::NotFound)?;
-        let dbi = self
+        let (dbi, _) = self
             .env
             .catalog
             .write()

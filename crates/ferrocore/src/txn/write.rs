@@ -44,6 +44,9 @@ pub struct WriteTxn<'env> {
     pub(super) drops: Vec<(u32, u64)>,
     /// Handles this txn opened (private to it until it commits).
     pub(super) handles: HandleScope<'env>,
+    /// The handles this txn opened as new, in order: a nested level that aborts closes
+    /// those it opened (`NestedLevel::opened_handles` is where its own begin).
+    pub(super) opened_handles: Vec<u32>,
     /// Room to build a DUPSORT key's grown sub-page in, kept from put to put.
     pub(super) dup_scratch: Vec<u8>,
     // Released after Drop::drop has released the cross-process lock.
@@ -127,6 +130,7 @@ impl<'env> WriteTxn<'env> {
             changes: 0,
             drops: Vec::new(),
             handles: HandleScope::new(env, false),
+            opened_handles: Vec::new(),
             dup_scratch: Vec::new(),
             _guard: guard,
         })
@@ -177,7 +181,13 @@ impl<'env> WriteTxn<'env> {
                 )),
                 None => {
                     let (name, flags, cmp) = catalog_entry(self.env, db, self.handles.serial)?;
-                    let record = named_record(&self.pages, &self.main_db, &name, flags)?
+                    // This txn's state of the DB, kept under another number (see
+                    // `adopt_named`), is newer than its record in the main DB.
+                    if let Some(n) = self.named.values().find(|n| n.name == name) {
+                        return Ok((n.record, cmp));
+                    }
+                    let main_cmp = main_orders(self.env, &self.main_db)?.key;
+                    let record = named_record(&self.pages, &self.main_db, main_cmp, &name)?
                         .unwrap_or_else(|| DbRecord::empty(flags));
                     Ok((record, cmp))
                 }
@@ -272,23 +282,27 @@ impl<'env> WriteTxn<'env> {
             Database::FREE => Err(Error::InvalidArgument("the free DB is read-only")),
             _ => {
                 self.forget_if_reused(db);
-                let n = match self.named.entry(db.0) {
-                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                    std::collections::hash_map::Entry::Vacant(e) => {
-                        let (name, flags, cmp) = catalog_entry(self.env, db, self.handles.serial)?;
+                if !self.named.contains_key(&db.0) {
+                    let (name, _, cmp) = catalog_entry(self.env, db, self.handles.serial)?;
+                    // One state per DB: the one kept under another number moves here.
+                    self.adopt_named(db.0, &name);
+                    if !self.named.contains_key(&db.0) {
                         // A handle whose DB does not exist in this txn (created by a txn
                         // that aborted, or dropped) cannot be written.
-                        let record = named_record(&self.pages, &self.main_db, &name, flags)?
+                        let main_cmp = main_orders(self.env, &self.main_db)?.key;
+                        let record = named_record(&self.pages, &self.main_db, main_cmp, &name)?
                             .ok_or(Error::BadDbi)?;
-                        e.insert(NamedDb {
+                        let state = NamedDb {
                             name,
                             record,
                             orders: cmp,
                             generation: 0,
                             dirty: false,
-                        })
+                        };
+                        self.named.insert(db.0, state);
                     }
-                };
+                }
+                let n = self.named.get_mut(&db.0).expect("loaded above");
                 (n.orders, n.generation) =
                     named_orders(self.env, db, n.orders, n.generation, self.handles.serial)?;
                 n.dirty = true;
@@ -318,31 +332,32 @@ impl<'env> WriteTxn<'env> {
             });
         }
         check_room(self.env, name)?;
-        let existing = named_record(&self.pages, &self.main_db, name, db_flags)?;
+        let main_cmp = main_orders(self.env, &self.main_db)?.key;
+        let existing = named_record(&self.pages, &self.main_db, main_cmp, name)?;
         let dbi = match existing {
             Some(record) => {
                 if record.flags & KNOWN_FLAGS != db_flags && flags & !crate::db_flags::CREATE != 0 {
                     return Err(Error::Incompatible);
                 }
-                let dbi = self
+                let registered = self
                     .env
                     .catalog
                     .write()
                     .map_err(|_| Error::Panic("catalog lock poisoned"))?
                     .register(name, record.flags, self.handles.serial)?;
-                self.handles.opened.set(true);
+                let dbi = self.note_opened(registered);
                 self.adopt_named(dbi, name);
                 dbi
             }
 
             None if create => {
-                let dbi = self
+                let registered = self
                     .env
                     .catalog
                     .write()
                     .map_err(|_| Error::Panic("catalog lock poisoned"))?
                     .register(name, db_flags, self.handles.serial)?;
-                self.handles.opened.set(true);
+                let dbi = self.note_opened(registered);
                 // As LMDB does, the record enters the main DB at once (rewritten at commit).
                 let mode = PutMode {
                     node_flags: crate::format::page::node_flags::SUBDATA,
@@ -352,7 +367,7 @@ impl<'env> WriteTxn<'env> {
                 let r = TreeMut {
                     store: &mut self.pages,
                     db: &mut self.main_db,
-                    cmp: KeyCmp::Lexicographic,
+                    cmp: main_cmp,
                 }
                 .put(name, &record, mode);
                 self.note(r)?;
@@ -372,6 +387,15 @@ impl<'env> WriteTxn<'env> {
             None => return Err(Error::NotFound),
         };
         Ok(Database(dbi))
+    }
+
+    /// Notes a handle `open_db` registered: `(dbi, new)` as the catalog returned it.
+    fn note_opened(&mut self, (dbi, new): (u32, bool)) -> u32 {
+        self.handles.opened.set(true);
+        if new {
+            self.opened_handles.push(dbi);
+        }
+        dbi
     }
 
     /// Records a failure that may have left the txn's pages half changed.
