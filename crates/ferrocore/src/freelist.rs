@@ -62,15 +62,92 @@ fn slack_len(needed: usize, page_size: usize) -> usize {
     (pages * page_size - crate::format::page::PAGE_HEADER_SIZE) / 8 * 8
 }
 
+/// The most page numbers a record of the pool is written back with: a page's worth, as
+/// LMDB's `maxfree_1pg`. The next txn then reads (and rewrites) at most a page of them per
+/// record it takes, however many pages are free in the file.
+fn pool_record_cap(page_size: usize) -> usize {
+    (page_size - crate::format::page::PAGE_HEADER_SIZE) / 8 - 1
+}
+
+/// One free-DB record a saving round writes: its key and its pages (descending).
+#[derive(PartialEq, Eq, Debug, Default)]
+struct PlannedRecord {
+    key: u64,
+    pages: Vec<u64>,
+}
+
+/// Plans a round's records into `out`: the txn's own frees (`loose` and `freed`) under
+/// `txnid`, and the pool (`pool`, descending) in records of at most `cap` pages under the
+/// keys `1..=max_consumed`, as LMDB's `mdb_freelist_save` writes its `me_pghead` back.
+/// Those keys are free: records are taken oldest first, so every key up to the newest
+/// taken was taken (and deleted). The lowest pages go under the lowest key, to be taken
+/// first. Without a key to use (`max_consumed` 0), the pool joins the txn's own record.
+fn plan_records(
+    free: &mut crate::store::FreePages,
+    txnid: u64,
+    max_consumed: u64,
+    cap: usize,
+    out: &mut Vec<PlannedRecord>,
+) {
+    free.loose.sort_unstable_by(|a, b| b.cmp(a));
+    free.freed.sort_unstable_by(|a, b| b.cmp(a));
+    debug_assert!(
+        free.pool.windows(2).all(|w| w[0] > w[1]),
+        "pool out of order"
+    );
+    let mut records = std::mem::take(out);
+    let mut slot = 0;
+    let mut next = |records: &mut Vec<PlannedRecord>, key: u64| -> usize {
+        if slot == records.len() {
+            records.push(PlannedRecord::default());
+        }
+        records[slot].key = key;
+        records[slot].pages.clear();
+        slot += 1;
+        slot - 1
+    };
+    let own = next(&mut records, txnid);
+    crate::store::merge_descending(&free.loose, &free.freed, &mut records[own].pages);
+    let pool = &free.pool[..];
+    if max_consumed == 0 {
+        let mut joined = Vec::with_capacity(records[own].pages.len() + pool.len());
+        crate::store::merge_descending(&records[own].pages, pool, &mut joined);
+        records[own].pages = joined;
+    } else if !pool.is_empty() {
+        let chunks = (pool.len().div_ceil(cap) as u64).min(max_consumed);
+        // With too few keys, the records share the pool evenly (larger than a page), as
+        // LMDB's do.
+        let size = pool.len().div_ceil(chunks as usize);
+        let first_key = max_consumed + 1 - chunks;
+        let mut end = pool.len();
+        for j in 0..chunks {
+            let start = end.saturating_sub(size);
+            let r = next(&mut records, first_key + j);
+            records[r].pages.extend_from_slice(&pool[start..end]);
+            end = start;
+        }
+        debug_assert_eq!(end, 0, "the whole pool is planned");
+    }
+    records.truncate(slot);
+    debug_assert!(
+        records
+            .iter()
+            .all(|r| r.pages.windows(2).all(|w| w[0] > w[1])),
+        "a page is free twice"
+    );
+    *out = records;
+}
+
 /// Writes the txn's free-page bookkeeping into the free DB: deletes the records it
-/// consumed and saves every page it freed or did not use under key `txnid`.
+/// consumed, writes back the pages it took from them and did not use (in records of at
+/// most a page, under the consumed keys), and saves the pages it freed under `txnid`.
 ///
 /// Saving changes the free DB, which allocates pages (from the very lists being saved) and
-/// frees the free DB's old pages, so the list is recomputed and saved again until it no
-/// longer changes. The pages on the way to the record are copied before the first round,
-/// so usually the first record written is final and the second round only checks it.
-/// Otherwise the record keeps its size between rounds (it is written with slack and LMDB
-/// readers use the count, not the length), so later rounds rewrite it in place and
+/// frees the free DB's old pages, so the records are recomputed and saved again until they
+/// no longer change. The pages on the way to the txn's record are copied before the first
+/// round, so usually the first records written are final and the second round only checks
+/// them. Otherwise a record keeps its size between rounds (it is written with slack and
+/// LMDB readers use the count, not the length), so later rounds rewrite it in place and
 /// allocate nothing: the loop settles in two or three rounds.
 pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> Result<()> {
     pages.reclaim.exhausted();
@@ -88,71 +165,108 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
             ));
         }
     }
-    let key = txnid.to_le_bytes();
+    let max_consumed = consumed.iter().copied().max().unwrap_or(0);
+    debug_assert!(
+        max_consumed < txnid,
+        "a consumed record is older than the txn"
+    );
     let page_size = pages.page_size();
-    // Copy the free DB's pages on the way to the new record first: that allocation (and
-    // the freeing of the old copies) then happens before the list is taken, and the first
-    // round's record is usually the final one.
-    TreeMut {
+    let cap = pool_record_cap(page_size);
+    // Copy the free DB's pages on the way to the new records first: that allocation (and
+    // the freeing of the old copies) then happens before the lists are taken, and the
+    // first round's records are usually the final ones.
+    let mut tree = TreeMut {
         store: &mut *pages,
         db: &mut *free_db,
         cmp: KeyCmp::Integer,
+    };
+    tree.touch_to(&txnid.to_le_bytes())?;
+    if !tree.store.free.pool.is_empty() && max_consumed > 0 {
+        tree.touch_to(&1u64.to_le_bytes())?;
     }
-    .touch_to(&key)?;
-    // The list as the last round wrote it (`None`: nothing written yet), and the buffers
-    // each round builds the list in (reused from round to round).
-    let mut written: Option<Vec<u64>> = None;
-    let (mut merged, mut all) = (Vec::new(), Vec::new());
+    // What the last round wrote (empty before the first), what this round plans (buffers
+    // reused from round to round), and the length each key's record was written with.
+    let (mut written, mut planned) = (Vec::new(), Vec::new());
+    let mut lens: Vec<(u64, usize)> = Vec::new();
     let mut value = Vec::new();
-    let mut record_len = 0;
     let mut shrink_tried = false;
     for round in 0..64 {
-        let free = &mut pages.free;
-        // The pool is kept in descending order; the two short lists are sorted here, and
-        // the three merged (each commit writes the whole list back: no n log n per round).
-        debug_assert!(
-            free.pool.windows(2).all(|w| w[0] > w[1]),
-            "pool out of order"
-        );
-        free.loose.sort_unstable_by(|a, b| b.cmp(a));
-        free.freed.sort_unstable_by(|a, b| b.cmp(a));
-        merged.clear();
-        crate::store::merge_descending(&free.loose, &free.pool, &mut merged);
-        all.clear();
-        crate::store::merge_descending(&merged, &free.freed, &mut all);
-        debug_assert!(all.windows(2).all(|w| w[0] != w[1]), "a page is free twice");
-        let needed = 8 * (all.len() + 1);
-        if written.is_none() && all.is_empty() {
+        plan_records(&mut pages.free, txnid, max_consumed, cap, &mut planned);
+        // A record written in an earlier round stays, empty if need be: deleting it would
+        // free its page, which the next round would write again (and so on).
+        for (key, _) in &lens {
+            if !planned.iter().any(|r| r.key == *key) {
+                planned.push(PlannedRecord {
+                    key: *key,
+                    pages: Vec::new(),
+                });
+            }
+        }
+        if round == 0 && planned.iter().all(|r| r.pages.is_empty()) {
             return Ok(());
         }
-        if written.as_deref() == Some(&all[..]) {
-            // Settled. LMDB's records hold exactly their count of pages (and checkers such
-            // as py-lmdb's verify insist), so the slack is given back once; if that moved
-            // pages, the loop goes on and the record keeps its slack (readers use the count).
-            let same_run =
-                overflow_pages(page_size, needed) == overflow_pages(page_size, record_len);
-            if record_len == needed || shrink_tried || !same_run {
+        let settled = round > 0 && planned == written;
+        if settled {
+            // LMDB's records hold exactly their count of pages (and checkers such as
+            // py-lmdb's verify insist), so the slack is given back once; if that moved
+            // pages, the loop goes on and the records keep their slack (readers use the
+            // count).
+            if shrink_tried
+                || lens
+                    .iter()
+                    .all(|&(key, len)| len == exact_len(&planned, key))
+            {
                 return Ok(());
             }
             shrink_tried = true;
-            record_len = needed;
-        } else if round == 0 && needed < page_size / 4 {
-            // A small record, likely final already: its exact size (no slack to give
-            // back in another round); if the list still moves, later rounds add slack.
-            record_len = needed;
-        } else if needed > record_len || needed + 2 * page_size < record_len {
-            record_len = slack_len(needed, page_size);
         }
-        encode_idl_into(&all, record_len, &mut value);
-        let mut tree = TreeMut {
-            store: &mut *pages,
-            db: &mut *free_db,
-            cmp: KeyCmp::Integer,
-        };
-        tree.put(&key, &value, Default::default())?;
-        // Keep this round's list; the previous one's buffer builds the next.
-        let previous = written.replace(std::mem::take(&mut all));
-        all = previous.unwrap_or_default();
+        for record in &planned {
+            let old = lens.iter().position(|&(key, _)| key == record.key);
+            if record.pages.is_empty() && old.is_none() {
+                continue;
+            }
+            let needed = 8 * (record.pages.len() + 1);
+            let len = match old.map(|i| lens[i].1) {
+                Some(len) if settled => {
+                    // The shrinking round: exact, unless that changes the run's length.
+                    let same_run =
+                        overflow_pages(page_size, needed) == overflow_pages(page_size, len);
+                    if same_run {
+                        needed
+                    } else {
+                        len
+                    }
+                }
+                Some(len) if needed <= len && needed + 2 * page_size >= len => len,
+                Some(_) => slack_len(needed, page_size),
+                // A small record, likely final already: its exact size (no slack to give
+                // back in another round); if the list still moves, later rounds add slack.
+                None if needed < page_size / 4 => needed,
+                None => slack_len(needed, page_size),
+            };
+            match old {
+                Some(i) if lens[i].1 == len && written.contains(record) => continue,
+                Some(i) => lens[i].1 = len,
+                None => lens.push((record.key, len)),
+            }
+            encode_idl_into(&record.pages, len, &mut value);
+            let mut tree = TreeMut {
+                store: &mut *pages,
+                db: &mut *free_db,
+                cmp: KeyCmp::Integer,
+            };
+            tree.put(&record.key.to_le_bytes(), &value, Default::default())?;
+        }
+        // Keep this round's records; the previous one's buffers build the next.
+        std::mem::swap(&mut written, &mut planned);
     }
     Err(Error::Panic("free list did not settle while saving"))
+}
+
+/// The exact length of `key`'s planned record.
+fn exact_len(planned: &[PlannedRecord], key: u64) -> usize {
+    planned
+        .iter()
+        .find(|r| r.key == key)
+        .map_or(0, |r| 8 * (r.pages.len() + 1))
 }
