@@ -709,3 +709,84 @@ proptest! {
         compare(t, &pairs, options);
     }
 }
+
+/// A large load holds few pages in memory: finished leaves and overflow runs go to the
+/// file as it goes (`store::early`), and the txn can still read, change and free them.
+#[test]
+fn a_large_load_writes_its_pages_as_it_goes() {
+    let env = TempEnv::new(&env_options());
+    let items: Vec<Pair> = (0..120_000u32)
+        .map(|i| {
+            let value = if i % 1000 == 7 {
+                vec![9; 6000]
+            } else {
+                vec![i as u8; 40]
+            };
+            (i.to_be_bytes().to_vec(), value)
+        })
+        .collect();
+    let mut txn = env.begin_write().unwrap();
+    let mut loader = txn
+        .bulk_loader(Database::MAIN, BulkOptions::default())
+        .unwrap();
+    for (k, v) in &items {
+        loader.push(k, v).unwrap();
+    }
+    loader.finish().unwrap();
+    let stat = txn.db_stat(Database::MAIN).unwrap();
+    let built = (stat.leaf_pages + stat.branch_pages + stat.overflow_pages) as usize;
+    assert!(built > 1000, "{built} pages built");
+    assert!(
+        txn.dirty_pages() < 300 + stat.branch_pages as usize,
+        "{} of {built} pages still in memory",
+        txn.dirty_pages()
+    );
+    // The same txn reads them back, changes some (copy-on-write of a page written early)
+    // and frees others (a deleted overflow value).
+    assert_eq!(
+        txn.get(Database::MAIN, &5u32.to_be_bytes()).unwrap(),
+        Some(&[5u8; 40][..])
+    );
+    txn.put(Database::MAIN, &5u32.to_be_bytes(), b"changed", 0)
+        .unwrap();
+    assert!(txn.delete(Database::MAIN, &7u32.to_be_bytes()).unwrap());
+    assert!(txn.delete(Database::MAIN, &1007u32.to_be_bytes()).unwrap());
+    txn.commit().unwrap();
+    env.check().expect("a sound file");
+    let read = env.begin_read().unwrap();
+    assert_eq!(
+        read.get(Database::MAIN, &5u32.to_be_bytes()).unwrap(),
+        Some(&b"changed"[..])
+    );
+    assert_eq!(read.get(Database::MAIN, &7u32.to_be_bytes()).unwrap(), None);
+    assert_eq!(
+        read.get(Database::MAIN, &2007u32.to_be_bytes()).unwrap(),
+        Some(&[9u8; 6000][..])
+    );
+    assert_eq!(
+        read.db_stat(Database::MAIN).unwrap().entries,
+        items.len() as u64 - 2
+    );
+}
+
+/// A load given up after its pages went to the file leaves the txn as it was: the pages
+/// are free again, and the txn's own changes commit alone.
+#[test]
+fn a_load_dropped_after_writing_pages_leaves_nothing() {
+    let env = TempEnv::new(&env_options());
+    let mut txn = env.begin_write().unwrap();
+    txn.put(Database::MAIN, b"before", b"1", 0).unwrap();
+    let named = txn.open_db(Some("loaded"), db_flags::CREATE).unwrap();
+    let mut loader = txn.bulk_loader(named, BulkOptions::default()).unwrap();
+    for i in 0..50_000u32 {
+        loader.push(&i.to_be_bytes(), &[3; 50]).unwrap();
+    }
+    drop(loader);
+    assert!(txn.dirty_pages() < 50, "{} pages", txn.dirty_pages());
+    txn.put(Database::MAIN, b"after", b"2", 0).unwrap();
+    txn.commit().unwrap();
+    env.check().expect("no leaked page");
+    let read = env.begin_read().unwrap();
+    assert_eq!(read.db_stat(named).unwrap().entries, 0);
+    assert_eq!(read.get(Database::MAIN, b"after").unwrap(), Some(&b"2"[..]));
+}

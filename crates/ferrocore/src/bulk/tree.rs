@@ -184,6 +184,8 @@ impl TreeBuilder {
         edit::init_overflow(run, pgno, count as u32);
         run[PAGE_HEADER_SIZE..PAGE_HEADER_SIZE + value.len()].copy_from_slice(value);
         self.record.overflow_pages += count as u64;
+        // Finished: it may go to the file now (a repeated key's replacement frees it).
+        store.write_early(pgno)?;
         Ok(NodeValue::Overflow {
             pgno,
             size: value.len(),
@@ -193,6 +195,9 @@ impl TreeBuilder {
     /// Makes the open leaf a page of the txn and adds it to the level above.
     fn close_leaf(&mut self, store: &mut DirtyPages<'_>) -> Result<()> {
         let pgno = write_page(store, &mut self.leaf)?;
+        // A closed leaf never changes again (branch pages may: `finish` evens out the
+        // last two of a level), so it may go to the file now.
+        store.write_early(pgno)?;
         self.record.leaf_pages += 1;
         let first = std::mem::take(&mut self.leaf.first_key);
         let r = self.push_branch(store, 0, &first, pgno);
@@ -256,6 +261,7 @@ impl TreeBuilder {
             return Ok(self.record);
         }
         let leaf = write_page(store, &mut self.leaf)?;
+        store.write_early(leaf)?;
         self.record.leaf_pages += 1;
         if self.branches.is_empty() {
             return Ok(self.rooted(leaf, 1));

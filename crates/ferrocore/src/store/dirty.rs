@@ -69,6 +69,8 @@ pub struct DirtyPages<'e> {
     pub reclaim: Reclaim,
     /// One entry per open nested txn, innermost last: what its abort must undo.
     pub(super) nested: Vec<NestLevel>,
+    /// Pages written before commit (a bulk load's finished pages).
+    pub(super) early: EarlyWrites<'e>,
 }
 
 impl<'e> DirtyPages<'e> {
@@ -110,6 +112,7 @@ impl<'e> DirtyPages<'e> {
             free: FreePages::default(),
             reclaim,
             nested: Vec::new(),
+            early: EarlyWrites::default(),
         }
     }
 
@@ -294,11 +297,6 @@ impl<'e> DirtyPages<'e> {
             None => panic!("page {pgno} is not dirty"),
         }
     }
-
-    /// Reads the base snapshot's copy of a page, bypassing dirty copies.
-    pub fn snapshot_pages(&self, pgno: u64, count: usize) -> Result<&'e [u8]> {
-        map_pages(self.map, self.page_size, self.snapshot_end, pgno, count)
-    }
 }
 
 impl PageSource for DirtyPages<'_> {
@@ -318,7 +316,7 @@ impl PageSource for DirtyPages<'_> {
             }
             return Ok(&self.dirty_bytes(pgno, b)[..count * self.page_size]);
         }
-        map_pages(self.map, self.page_size, self.snapshot_end, pgno, count)
+        map_pages(self.map, self.page_size, self.readable_end(), pgno, count)
     }
 }
 
@@ -355,7 +353,8 @@ impl PageStore for DirtyPages<'_> {
         if self.is_dirty(pgno) {
             return Ok(pgno);
         }
-        let src = self.snapshot_pages(pgno, 1)?;
+        // A page of the base snapshot, or one this txn wrote early.
+        let src = map_pages(self.map, self.page_size, self.readable_end(), pgno, 1)?;
         // Edits in place trust node offsets: check the whole page before taking it over.
         let view = crate::format::page::PageView::parse(src, pgno)?;
         view.validate_all()?;
@@ -376,6 +375,17 @@ impl PageStore for DirtyPages<'_> {
     }
 
     fn free(&mut self, pgno: u64, count: usize) -> Result<()> {
+        if let Some(written) = self.take_written_early(pgno) {
+            // This txn's page, written early: free to reuse at once, as a dirty one.
+            if count == 0 || count > written as usize {
+                return Err(Error::corrupted(
+                    pgno,
+                    "freeing more pages than were written",
+                ));
+            }
+            self.free.loose.extend(pgno..pgno + u64::from(written));
+            return Ok(());
+        }
         let held = match self.dirty.get(&pgno) {
             Some(buf) => count
                 .checked_mul(self.page_size)
@@ -394,6 +404,7 @@ impl PageStore for DirtyPages<'_> {
             self.save_for_nested(pgno);
         }
         if let Some(buf) = self.dirty.remove(&pgno) {
+            self.unqueue_early(pgno);
             if let PageBuf::Heap(buf) = buf {
                 if buf.len() == self.page_size {
                     self.spare.push(buf);

@@ -11,10 +11,12 @@
 //! Files: `snapshot` (a read txn's pages), `dirty` (the write txn's pages, allocation and
 //! spare buffers), `mapped` (`WRITE_MAP`: the file grown before a page is written through
 //! the map), `reclaim` (the refill hook through which the free list hands back pages),
-//! `nested` (what a nested txn's abort undoes), and, for unit tests of the tree, `memory`
+//! `nested` (what a nested txn's abort undoes), `early` (pages a bulk load writes before
+//! commit), and, for unit tests of the tree, `memory`
 //! (pages in a vector).
 
 mod dirty;
+mod early;
 mod mapped;
 #[cfg(test)]
 pub(crate) mod memory;
@@ -28,6 +30,7 @@ pub use reclaim::Reclaim;
 pub use snapshot::SnapshotPages;
 
 use dirty::PageBuf;
+use early::EarlyWrites;
 use nested::NestLevel;
 use snapshot::map_pages;
 

@@ -16,6 +16,8 @@ pub(super) struct NestLevel {
     pub(super) free: FreePages,
     pub(super) next_pgno: u64,
     pub(super) reclaim: Reclaim,
+    /// The pages written early, and the end of them.
+    pub(super) written_early: (PgnoMap<u32>, u64),
 }
 
 impl DirtyPages<'_> {
@@ -28,6 +30,7 @@ impl DirtyPages<'_> {
             free: self.free.clone(),
             next_pgno: self.next_pgno,
             reclaim: self.reclaim.clone(),
+            written_early: (self.early.written.clone(), self.early.end),
         });
     }
 
@@ -47,6 +50,10 @@ impl DirtyPages<'_> {
         self.free = level.free;
         self.next_pgno = level.next_pgno;
         self.reclaim = level.reclaim;
+        // The level's early pages are free again; queued ones may be the level's too (the
+        // rest stay dirty and commit writes them).
+        (self.early.written, self.early.end) = level.written_early;
+        self.early.queue.clear();
     }
 
     /// Keeps everything since the matching `begin_nested`, as part of the parent.

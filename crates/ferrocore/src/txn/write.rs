@@ -107,7 +107,7 @@ impl<'env> WriteTxn<'env> {
                 return Err(e);
             }
         };
-        let pages = DirtyPages::new(
+        let mut pages = DirtyPages::new(
             &env.map,
             env.page_size,
             base.last_pgno,
@@ -116,6 +116,7 @@ impl<'env> WriteTxn<'env> {
             Reclaim::new(base.free_db, limit, freelist::next_reclaimable),
             mapped,
         );
+        pages.write_early_to(&*env.data);
         Ok(WriteTxn {
             env,
             txnid: base.txnid + 1,
@@ -139,6 +140,12 @@ impl<'env> WriteTxn<'env> {
     /// This txn's id (the last committed id + 1).
     pub fn id(&self) -> u64 {
         self.txnid
+    }
+
+    /// Pages (and overflow runs) this txn holds in memory until commit. A bulk load writes
+    /// its finished pages to the file as it goes, so a large one holds few.
+    pub fn dirty_pages(&self) -> usize {
+        self.pages.dirty_count()
     }
 
     /// The txn's pages, for cursors.

@@ -1,0 +1,139 @@
+//! Pages written before commit: a bulk load hands its finished leaves and overflow runs
+//! to the file as it goes, so that its memory stays bounded instead of holding the whole
+//! new tree until commit (LMDB spills dirty pages for the same reason).
+//!
+//! Writing such a page early is safe: it was allocated by this txn from pages that no
+//! snapshot and no durable meta reaches (past the base snapshot's end, or reclaimed), so
+//! no reader sees it and a crash before the commit's meta leaves it unreferenced. The
+//! commit's data flush covers it as it covers the pages written at commit, before the
+//! meta that makes it reachable.
+//!
+//! A page is queued first ([`DirtyPages::write_early`]) and written with its neighbours
+//! when the queue holds [`EARLY_BATCH`] pages, in runs of consecutive pages (one vectored
+//! write per run); its buffer then goes back to the spare list. Until then it is an
+//! ordinary dirty page: one still queued at commit is written by the commit.
+
+use crate::error::{Error, Result};
+use crate::io::DataFile;
+
+use super::*;
+
+/// Pages queued before the queue is written: 1 MiB of 4 KiB pages.
+const EARLY_BATCH: usize = 256;
+
+/// The early-write state of a write txn's pages.
+#[derive(Default)]
+pub(super) struct EarlyWrites<'e> {
+    /// Where pages go; `None` (nothing written early) under `WRITE_MAP`, whose pages are
+    /// in the map already, and until [`DirtyPages::write_early_to`].
+    pub(super) file: Option<&'e dyn DataFile>,
+    /// Pages queued to be written, first page of each.
+    pub(super) queue: Vec<u64>,
+    /// Pages written (first page of each run, and its length in pages): no longer dirty,
+    /// read back through the map, and this txn's to free.
+    pub(super) written: PgnoMap<u32>,
+    /// One past the last page written: reads below it may go to the map.
+    pub(super) end: u64,
+}
+
+impl<'e> DirtyPages<'e> {
+    /// Lets the txn write pages before commit to `file` (the environment's data file).
+    pub fn write_early_to(&mut self, file: &'e dyn DataFile) {
+        if self.mapped.is_none() {
+            self.early.file = Some(file);
+        }
+    }
+
+    /// Queues dirty page (or run) `pgno`, which this txn allocated and will not change
+    /// again, to be written to the file before commit; writes the queue when it is full.
+    /// A page a nested level may not own (dirty before the level began) stays dirty: the
+    /// level's abort could not restore it once written.
+    pub fn write_early(&mut self, pgno: u64) -> Result<()> {
+        if self.early.file.is_none() {
+            return Ok(());
+        }
+        if let Some(level) = self.nested.last() {
+            if !level.allocated.contains(&pgno) {
+                return Ok(());
+            }
+        }
+        debug_assert!(self.dirty.contains_key(&pgno), "page {pgno} is not dirty");
+        self.early.queue.push(pgno);
+        if self.early.queue.len() >= EARLY_BATCH {
+            self.flush_early()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the queued pages, in runs of consecutive pages, and frees their buffers.
+    pub(super) fn flush_early(&mut self) -> Result<()> {
+        let Some(file) = self.early.file else {
+            return Ok(());
+        };
+        let mut queue = std::mem::take(&mut self.early.queue);
+        queue.sort_unstable();
+        queue.dedup();
+        let ps = self.page_size;
+        let mut i = 0;
+        while i < queue.len() {
+            // A run: pages whose buffers follow each other in the file.
+            let mut j = i + 1;
+            let mut next = queue[i] + self.pages_of(queue[i]);
+            while j < queue.len() && queue[j] == next {
+                next += self.pages_of(queue[j]);
+                j += 1;
+            }
+            let run = &queue[i..j];
+            let dirty = &self.dirty;
+            let mut bufs = run.iter().map(|p| match &dirty[p] {
+                PageBuf::Heap(b) => &b[..],
+                PageBuf::Mapped(_) => unreachable!("no early writes under WRITE_MAP"),
+            });
+            file.write_vectored_at(queue[i] * ps as u64, &mut bufs)
+                .map_err(Error::Io)?;
+            for &p in run {
+                let Some(PageBuf::Heap(buf)) = self.dirty.remove(&p) else {
+                    unreachable!("a queued page is a heap page");
+                };
+                let count = (buf.len() / ps) as u32;
+                if buf.len() == ps {
+                    self.spare.push(buf);
+                }
+                self.early.written.insert(p, count);
+            }
+            self.early.end = self.early.end.max(next);
+            i = j;
+        }
+        queue.clear();
+        self.early.queue = queue;
+        Ok(())
+    }
+
+    /// Pages in dirty page or run `pgno`.
+    fn pages_of(&self, pgno: u64) -> u64 {
+        (self.dirty[&pgno].len() / self.page_size) as u64
+    }
+
+    /// Forgets `pgno` in the queue (it is being freed while queued).
+    pub(super) fn unqueue_early(&mut self, pgno: u64) {
+        if !self.early.queue.is_empty() {
+            self.early.queue.retain(|&p| p != pgno);
+        }
+    }
+
+    /// If `pgno` was written early, forgets it and returns its length in pages: it is free
+    /// again (the caller puts it on the loose list).
+    pub(super) fn take_written_early(&mut self, pgno: u64) -> Option<u32> {
+        if self.early.written.is_empty() {
+            return None;
+        }
+        self.early.written.remove(&pgno)
+    }
+
+    /// The end of the pages the map may be read at: the base snapshot's, or past the pages
+    /// written early.
+    #[inline]
+    pub(super) fn readable_end(&self) -> u64 {
+        self.snapshot_end.max(self.early.end)
+    }
+}
