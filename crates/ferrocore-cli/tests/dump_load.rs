@@ -374,3 +374,25 @@ fn malformed_input_names_its_line_and_changes_nothing() {
     assert!(!out.status.success());
     assert!(stderr_text(&out).contains("no such directory"));
 }
+
+/// Dumps written by Debian's `mdb_dump` 0.9.24 (kept in `tests/data/debian`, see its
+/// README) load into ferrocore and dump back byte for byte, by ferrocore and by LMDB.
+#[test]
+fn dumps_made_by_lmdb_tools_load_and_dump_back_identically() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/debian");
+    let tools = LmdbTools::find("dumps_made_by_lmdb_tools_load_and_dump_back_identically");
+    for (file, args) in [
+        ("debian-main.dump", &[][..]),
+        ("debian-main-print.dump", &["-p"][..]),
+        ("debian-named.dump", &["-a"][..]),
+        ("debian-named-print.dump", &["-a", "-p"][..]),
+    ] {
+        let text = std::fs::read(data.join(file)).unwrap();
+        let target = tempfile::tempdir().unwrap();
+        load(&["-f", data.join(file).to_str().unwrap()], target.path(), b"");
+        assert_same_text(&dump(args, target.path()), &text, file);
+        if let Some(tools) = &tools {
+            assert_same_text(&tools.dump(args, target.path()), &text, file);
+        }
+    }
+}
