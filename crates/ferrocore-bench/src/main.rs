@@ -44,6 +44,7 @@
 
 mod data;
 mod engines;
+mod load;
 mod machine;
 mod runner;
 mod w1;
@@ -75,6 +76,8 @@ enum Cmd {
     W1(w1::W1Args),
     /// W8 instructions per operation under valgrind's callgrind.
     W8(w8::W8Args),
+    /// The unsorted load: `ferrocore load` against LMDB's `mdb_load` (10M entries).
+    Load(load::LoadArgs),
     /// One workload group on one engine (run by `run` in a child process).
     #[command(hide = true)]
     Cell(CellArgs),
@@ -132,6 +135,7 @@ fn main() {
         },
         Cmd::W1(args) => w1::run(&args),
         Cmd::W8(args) => w8::run(&args),
+        Cmd::Load(args) => load::run(&args),
         Cmd::Cell(args) => {
             let sizes: workloads::Sizes = serde_json::from_str(&args.sizes).expect("sizes");
             let result = workloads::run(args.group, args.engine, &sizes, &args.dir);

@@ -389,7 +389,11 @@ fn dumps_made_by_lmdb_tools_load_and_dump_back_identically() {
     ] {
         let text = std::fs::read(data.join(file)).unwrap();
         let target = tempfile::tempdir().unwrap();
-        load(&["-f", data.join(file).to_str().unwrap()], target.path(), b"");
+        load(
+            &["-f", data.join(file).to_str().unwrap()],
+            target.path(),
+            b"",
+        );
         assert_same_text(&dump(args, target.path()), &text, file);
         if let Some(tools) = &tools {
             assert_same_text(&tools.dump(args, target.path()), &text, file);
