@@ -170,8 +170,6 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
         max_consumed < txnid,
         "a consumed record is older than the txn"
     );
-    let page_size = pages.page_size();
-    let cap = pool_record_cap(page_size);
     // Copy the free DB's pages on the way to the new records first: that allocation (and
     // the freeing of the old copies) then happens before the lists are taken, and the
     // first round's records are usually the final ones.
@@ -184,17 +182,71 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
     if !tree.store.free.pool.is_empty() && max_consumed > 0 {
         tree.touch_to(&1u64.to_le_bytes())?;
     }
-    // What the last round wrote (empty before the first), what this round plans (buffers
-    // reused from round to round), and the length each key's record was written with.
-    let (mut written, mut planned) = (Vec::new(), Vec::new());
-    let mut lens: Vec<(u64, usize)> = Vec::new();
-    let mut value = Vec::new();
+    SCRATCH.with_borrow_mut(|scratch| {
+        let r = settle(pages, free_db, txnid, max_consumed, scratch);
+        scratch.trim();
+        r
+    })
+}
+
+/// The buffers the saving rounds build records in, kept from commit to commit.
+#[derive(Default)]
+struct SaveScratch {
+    /// What the last round wrote (left over from the last commit before the first round:
+    /// read only once `lens` names a key of this commit's).
+    written: Vec<PlannedRecord>,
+    /// What this round plans.
+    planned: Vec<PlannedRecord>,
+    /// The length each key's record was written with in this commit.
+    lens: Vec<(u64, usize)>,
+    /// A record's encoded value.
+    value: Vec<u8>,
+}
+
+impl SaveScratch {
+    /// Lets go of buffers a huge commit grew (more than a few pages of records).
+    fn trim(&mut self) {
+        const KEEP: usize = 1 << 16;
+        for r in self.written.iter_mut().chain(self.planned.iter_mut()) {
+            if r.pages.capacity() > KEEP {
+                r.pages = Vec::new();
+            }
+        }
+        if self.value.capacity() > 8 * KEEP {
+            self.value = Vec::new();
+        }
+    }
+}
+
+thread_local! {
+    /// A write txn stays on its thread, so its commit finds the buffers the thread's last
+    /// commit used: saving the free list allocates nothing in the steady state.
+    static SCRATCH: std::cell::RefCell<SaveScratch> = std::cell::RefCell::default();
+}
+
+/// The rounds of [`save`]: plans the records, writes them, until they settle.
+fn settle(
+    pages: &mut DirtyPages<'_>,
+    free_db: &mut DbRecord,
+    txnid: u64,
+    max_consumed: u64,
+    scratch: &mut SaveScratch,
+) -> Result<()> {
+    let page_size = pages.page_size();
+    let cap = pool_record_cap(page_size);
+    let SaveScratch {
+        written,
+        planned,
+        lens,
+        value,
+    } = scratch;
+    lens.clear();
     let mut shrink_tried = false;
     for round in 0..64 {
-        plan_records(&mut pages.free, txnid, max_consumed, cap, &mut planned);
+        plan_records(&mut pages.free, txnid, max_consumed, cap, planned);
         // A record written in an earlier round stays, empty if need be: deleting it would
         // free its page, which the next round would write again (and so on).
-        for (key, _) in &lens {
+        for (key, _) in lens.iter() {
             if !planned.iter().any(|r| r.key == *key) {
                 planned.push(PlannedRecord {
                     key: *key,
@@ -214,13 +266,13 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
             if shrink_tried
                 || lens
                     .iter()
-                    .all(|&(key, len)| len == exact_len(&planned, key))
+                    .all(|&(key, len)| len == exact_len(planned, key))
             {
                 return Ok(());
             }
             shrink_tried = true;
         }
-        for record in &planned {
+        for record in planned.iter() {
             let old = lens.iter().position(|&(key, _)| key == record.key);
             if record.pages.is_empty() && old.is_none() {
                 continue;
@@ -249,16 +301,16 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
                 Some(i) => lens[i].1 = len,
                 None => lens.push((record.key, len)),
             }
-            encode_idl_into(&record.pages, len, &mut value);
+            encode_idl_into(&record.pages, len, value);
             let mut tree = TreeMut {
                 store: &mut *pages,
                 db: &mut *free_db,
                 cmp: KeyCmp::Integer,
             };
-            tree.put(&record.key.to_le_bytes(), &value, Default::default())?;
+            tree.put(&record.key.to_le_bytes(), value, Default::default())?;
         }
         // Keep this round's records; the previous one's buffers build the next.
-        std::mem::swap(&mut written, &mut planned);
+        std::mem::swap(written, planned);
     }
     Err(Error::Panic("free list did not settle while saving"))
 }

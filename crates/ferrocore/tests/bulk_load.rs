@@ -64,16 +64,25 @@ fn put_all(env: &Env, t: Target, pairs: &[Pair]) -> Vec<Pair> {
 fn bulk_all(env: &Env, t: Target, items: &[Pair], options: BulkOptions) -> Database {
     let db = db_of(env, t);
     let mut txn = env.begin_write().unwrap();
-    let mut loader = txn.bulk_loader(db, options).unwrap();
-    assert!(loader.is_bottom_up());
-    for (k, v) in items {
-        loader.push(k, v).unwrap();
-    }
-    let summary = loader.finish().unwrap();
+    let summary = bulk_in(&mut txn, db, items, options);
     assert!(summary.bottom_up);
     assert_eq!(summary.stored, items.len() as u64);
     txn.commit().unwrap();
     db
+}
+
+/// Bulk-loads `items` into `db` in `txn`.
+fn bulk_in(
+    txn: &mut ferrocore::WriteTxn<'_>,
+    db: Database,
+    items: &[Pair],
+    options: BulkOptions,
+) -> ferrocore::BulkSummary {
+    let mut loader = txn.bulk_loader(db, options).unwrap();
+    for (k, v) in items {
+        loader.push(k, v).unwrap();
+    }
+    loader.finish().unwrap()
 }
 
 /// Every item of `db`, forward.
@@ -566,13 +575,7 @@ fn pages_come_from_the_free_list() {
     txn.commit().unwrap();
     let mut txn = env.begin_write().unwrap();
     txn.drop_db(Database::MAIN, false).unwrap();
-    let mut loader = txn
-        .bulk_loader(Database::MAIN, BulkOptions::default())
-        .unwrap();
-    for (k, v) in &items {
-        loader.push(k, v).unwrap();
-    }
-    loader.finish().unwrap();
+    bulk_in(&mut txn, Database::MAIN, &items, BulkOptions::default());
     txn.commit().unwrap();
     verify(&env, Database::MAIN, &items);
     assert!(
@@ -726,13 +729,7 @@ fn a_large_load_writes_its_pages_as_it_goes() {
         })
         .collect();
     let mut txn = env.begin_write().unwrap();
-    let mut loader = txn
-        .bulk_loader(Database::MAIN, BulkOptions::default())
-        .unwrap();
-    for (k, v) in &items {
-        loader.push(k, v).unwrap();
-    }
-    loader.finish().unwrap();
+    bulk_in(&mut txn, Database::MAIN, &items, BulkOptions::default());
     let stat = txn.db_stat(Database::MAIN).unwrap();
     let built = (stat.leaf_pages + stat.branch_pages + stat.overflow_pages) as usize;
     assert!(built > 1000, "{built} pages built");
