@@ -33,6 +33,9 @@ pub struct LoadArgs {
     /// Runs per tool (alternated); medians are printed.
     #[arg(short, long, default_value_t = 3)]
     repeat: usize,
+    /// Runs only ferrocore (to compare memory budgets without waiting for mdb_load).
+    #[arg(long)]
+    ferrocore_only: bool,
     /// Where the dump and the databases go (a temporary directory by default).
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -142,6 +145,16 @@ pub fn run(args: &LoadArgs) {
             .arg(&dump)
             .arg(&ours_db);
         let a = measure(cmd, &ours_db);
+        if args.ferrocore_only {
+            eprintln!(
+                "round {}: ferrocore {:.1} s, {} MiB peak, {} MiB file",
+                round + 1,
+                a.secs,
+                a.peak_kib >> 10,
+                a.file_bytes >> 20
+            );
+            continue;
+        }
         let lmdb_db = dir.join("lmdb.mdb");
         let mut cmd = Command::new("mdb_load");
         cmd.args(["-n", "-f"]).arg(&dump).arg(&lmdb_db);
@@ -156,6 +169,9 @@ pub fn run(args: &LoadArgs) {
         );
         ours.push(a);
         theirs.push(b);
+    }
+    if args.ferrocore_only {
+        return;
     }
     let med = |v: &[Measured], f: fn(&Measured) -> f64| median(v.iter().map(f).collect());
     let secs = (med(&ours, |m| m.secs), med(&theirs, |m| m.secs));
