@@ -529,41 +529,50 @@ pub unsafe extern "C" fn mdb_reader_list(
     func: Option<MDB_msg_func>,
     ctx: *mut c_void,
 ) -> c_int {
-    // SAFETY: the caller's contract.
-    let (Some(e), Some(func)) = (unsafe { env.as_ref() }, func) else {
-        return -1;
-    };
-    let Some(open) = e.env.as_ref() else {
-        return -1;
-    };
-    let say = |line: String| -> c_int {
-        let line = CString::new(line).expect("no NUL in reader lines");
-        // SAFETY: `func` is the caller's callback (the contract); the line lives for the call.
-        unsafe { func(line.as_ptr(), ctx) }
-    };
-    let mut first = true;
-    let mut rc = 0;
-    for (pid, tid, txnid) in open.readers() {
-        if first {
-            first = false;
-            rc = say("    pid     thread     txnid\n".to_string());
-            if rc < 0 {
-                return rc;
-            }
-        }
-        let line = match txnid {
-            Some(t) => format!("{pid:10} {tid:x} {t}\n"),
-            None => format!("{pid:10} {tid:x} -\n"),
+    // SAFETY: the caller's contract: `env` is null or live for the call.
+    let call_env = unsafe { CallEnv::new(env) };
+    // Inside `guard`, so that nothing panics into C; the callback's own answer, when not 0,
+    // is what LMDB returns (`guard` passes an `Err` code through unchanged).
+    guard(call_env, || {
+        // SAFETY: the caller's contract.
+        let (Some(e), Some(func)) = (unsafe { env.as_ref() }, func) else {
+            return Err(-1);
         };
-        rc = say(line);
-        if rc < 0 {
-            return rc;
+        let Some(open) = e.env.as_ref() else {
+            return Err(-1);
+        };
+        // As LMDB: a negative answer of the callback stops the listing and is returned;
+        // otherwise the last answer is.
+        let say = |line: String| -> Result<c_int, c_int> {
+            let line = CString::new(line).expect("no NUL in reader lines");
+            // SAFETY: `func` is the caller's callback (the contract); the line lives for
+            // the call.
+            match unsafe { func(line.as_ptr(), ctx) } {
+                rc if rc < 0 => Err(rc),
+                rc => Ok(rc),
+            }
+        };
+        let mut first = true;
+        let mut rc = 0;
+        for (pid, tid, txnid) in open.readers() {
+            if first {
+                first = false;
+                say("    pid     thread     txnid\n".to_string())?;
+            }
+            rc = say(match txnid {
+                Some(t) => format!("{pid:10} {tid:x} {t}\n"),
+                None => format!("{pid:10} {tid:x} -\n"),
+            })?;
         }
-    }
-    if first {
-        rc = say("(no active readers)\n".to_string());
-    }
-    rc
+        if first {
+            rc = say("(no active readers)\n".to_string())?;
+        }
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(rc)
+        }
+    })
 }
 
 /// Clears reader slots of dead processes (`mdb_reader_check`); `dead` gets how many.
