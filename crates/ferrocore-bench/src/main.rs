@@ -13,6 +13,7 @@
 //! | W6 | 1,000 synced commits of one put, on an empty file and on a prefilled one | all, with WRITEMAP variants |
 //! | W7 | indexed load: a main DB plus 10 DUPSORT index DBs per txn (seed 001's slapadd) | all, with WRITEMAP variants |
 //! | W8 | instructions per put and per get under callgrind (`w8`) | ferrocore, LMDB, redb, SQLite |
+//! | load | 10M unsorted entries as `mdb_dump` text: `ferrocore load` (external sort within `--memory`, bottom-up build) against `mdb_load`, time, peak RSS, file size (`load`; needs the `ferrocore` binary built) | ferrocore, LMDB's tool |
 //! | W9 | redb's published set: 24-byte keys, 150-byte values, bulk load, individual and batch synced writes, random and range reads, reads on N threads, removals, file size | ferrocore, LMDB, redb, SQLite |
 //!
 //! Each engine is used as its documentation recommends for the workload
