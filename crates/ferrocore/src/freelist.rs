@@ -109,11 +109,15 @@ fn plan_records(
     let own = next(&mut records, txnid);
     crate::store::merge_descending(&free.loose, &free.freed, &mut records[own].pages);
     let pool = &free.pool[..];
-    if max_consumed == 0 {
+    if pool.is_empty() {
+        // Nothing taken and left over: the txn's own record only.
+    } else if max_consumed == 0 {
+        // (The pool comes from consumed records, so this does not happen; if it did, the
+        // pages would still be kept.)
         let mut joined = Vec::with_capacity(records[own].pages.len() + pool.len());
         crate::store::merge_descending(&records[own].pages, pool, &mut joined);
         records[own].pages = joined;
-    } else if !pool.is_empty() {
+    } else {
         let chunks = (pool.len().div_ceil(cap) as u64).min(max_consumed);
         // With too few keys, the records share the pool evenly (larger than a page), as
         // LMDB's do.

@@ -498,13 +498,36 @@ impl<'env> WriteTxn<'env> {
 
     /// [`WriteTxn::put_inner`] in a DUPSORT DB whose record is `record_copy` and whose
     /// key and value orders are `cmp` and `dcmp`.
+    /// Runs `change` on DUPSORT DB `db` (whose record is `record`, its key and value
+    /// orders `cmp` and `dcmp`), then keeps the record it leaves and notes the outcome.
+    fn with_dup_tree(
+        &mut self,
+        db: Database,
+        mut record: DbRecord,
+        (cmp, dcmp): (KeyCmp, KeyCmp),
+        change: impl FnOnce(DupTree<'_, DirtyPages<'env>>) -> Result<()>,
+    ) -> Result<()> {
+        let tree = TreeMut {
+            store: &mut self.pages,
+            db: &mut record,
+            cmp,
+        };
+        let r = change(DupTree {
+            tree,
+            dcmp,
+            scratch: &mut self.dup_scratch,
+        });
+        self.set_record(db, record);
+        self.note(r)
+    }
+
     fn put_dup(
         &mut self,
         db: Database,
         key: &[u8],
         value: &[u8],
         flags: u32,
-        mut record_copy: DbRecord,
+        record_copy: DbRecord,
         (cmp, dcmp): (KeyCmp, KeyCmp),
     ) -> Result<()> {
         let no_overwrite = flags & put_flags::NO_OVERWRITE != 0;
@@ -540,39 +563,15 @@ impl<'env> WriteTxn<'env> {
                 if converts {
                     // As LMDB: the single value became a set before the order was found
                     // wrong, and stays one.
-                    let tree = TreeMut {
-                        store: &mut self.pages,
-                        db: &mut record_copy,
-                        cmp,
-                    };
-                    let scratch = &mut self.dup_scratch;
-                    let r = DupTree {
-                        tree,
-                        dcmp,
-                        scratch,
-                    }
-                    .make_set(key);
-                    self.set_record(db, record_copy);
-                    self.note(r)?;
+                    self.with_dup_tree(db, record_copy, (cmp, dcmp), |mut t| t.make_set(key))?;
                 }
                 return Err(Error::KeyExist);
             }
         }
         let no_dup_data = flags & put_flags::NO_DUP_DATA != 0;
-        let tree = TreeMut {
-            store: &mut self.pages,
-            db: &mut record_copy,
-            cmp,
-        };
-        let scratch = &mut self.dup_scratch;
-        let r = DupTree {
-            tree,
-            dcmp,
-            scratch,
-        }
-        .put(key, value, no_overwrite, no_dup_data);
-        self.set_record(db, record_copy);
-        self.note(r.map(|_| ()))
+        self.with_dup_tree(db, record_copy, (cmp, dcmp), |mut t| {
+            t.put(key, value, no_overwrite, no_dup_data).map(|_| ())
+        })
     }
 
     /// Stores a value of `len` bytes under `key` and returns it to be filled in place
