@@ -36,6 +36,7 @@ pub struct EnvOptions {
     strict: bool,
     max_dbs: u32,
     grow_map: bool,
+    shrink_on_commit: bool,
     file_mode: u32,
     data_file: Option<DataFileWrapper>,
 }
@@ -64,6 +65,7 @@ impl Default for EnvOptions {
             strict: false,
             max_dbs: 0,
             grow_map: true,
+            shrink_on_commit: true,
             file_mode: 0o644,
             data_file: None,
         }
@@ -88,6 +90,17 @@ impl EnvOptions {
     /// writes past it fail with `MapFull`, exactly as in LMDB; the C ABI opens this way.
     pub fn grow_map(&mut self, on: bool) -> &mut Self {
         self.grow_map = on;
+        self
+    }
+
+    /// Whether commits give the free pages at the end of the file back and shorten the
+    /// file (default on). Only with a map that grows on demand: with an explicit map size
+    /// (or `grow_map(false)`, as the C ABI opens) the file never shrinks, as in LMDB.
+    /// Turn it off when an LMDB process may have the file open with `MDB_WRITEMAP`: LMDB
+    /// sizes the file to its map once at open and would fault writing past a shorter end.
+    /// [`Env::shrink_file`] shrinks the file on request either way.
+    pub fn shrink_on_commit(&mut self, on: bool) -> &mut Self {
+        self.shrink_on_commit = on;
         self
     }
 
@@ -450,6 +463,7 @@ impl Env {
                 max_key_size,
                 map_size: AtomicU64::new(file.map_size),
                 file_len: AtomicU64::new(0),
+                shrink_on_commit: opts.shrink_on_commit,
                 catalog: std::sync::RwLock::new(crate::catalog::Catalog::new(
                     opts.max_dbs as usize,
                 )),
@@ -665,6 +679,36 @@ impl Env {
         }
         self.inner.data.sync_data()?;
         Ok(())
+    }
+
+    /// Gives the free pages at the end of the data file back and shortens the file to the
+    /// pages in use. Write txns take every free page no reader needs and give back those
+    /// at the end, each committed durably (whatever the sync mode), until three in a row
+    /// find none (the pages one frees, such as the old copies of the free DB's pages, are
+    /// reusable by the one two commits later); the file is then cut to what both metas
+    /// count.
+    /// Returns the file's length. Pages in use near the end keep it long (only a
+    /// compacting copy, [`Env::copy_compact_to`], moves them), and so does a live reader
+    /// of a snapshot older than the last commit: call again once it has ended.
+    ///
+    /// Works with any map size; a file an LMDB process has open with `MDB_WRITEMAP` must
+    /// not be shrunk (see [`EnvOptions::shrink_on_commit`]).
+    pub fn shrink_file(&self) -> Result<u64> {
+        const MAX_TXNS: usize = 16;
+        let mut end = u64::MAX;
+        let mut idle = 0;
+        for _ in 0..MAX_TXNS {
+            let mut txn = self.begin_write()?;
+            txn.prepare_shrink()?;
+            txn.commit()?;
+            let now = self.inner.latest_meta()?.last_pgno;
+            idle = if now < end { 0 } else { idle + 1 };
+            end = end.min(now);
+            if idle == 3 {
+                break;
+            }
+        }
+        Ok(self.inner.data.len()?)
     }
 
     /// Changes the map size limit of an open environment. With no transaction active in

@@ -50,6 +50,77 @@ pub fn next_reclaimable(
     Ok(Some((key, pages)))
 }
 
+/// The newest free-DB record with a key in `from..limit`: its key and its highest page
+/// (the first of its IDL, which lists pages in descending order), read without decoding
+/// the rest.
+fn newest_record_top(
+    src: &dyn PageSource,
+    free_db: &DbRecord,
+    from: u64,
+    limit: u64,
+) -> Result<Option<(u64, u64)>> {
+    if from >= limit {
+        return Ok(None);
+    }
+    let mut pos = Position::default();
+    let found = pos.seek(src, free_db, KeyCmp::Integer, &limit.to_le_bytes())?;
+    // The record before the first one at or past `limit` (the last one if there is none).
+    if !pos.prev(src, free_db)? && found.is_some() {
+        return Ok(None);
+    }
+    let Ok((key, value)) = pos.current(src) else {
+        return Ok(None); // an empty free DB
+    };
+    let key: [u8; 8] = key
+        .try_into()
+        .map_err(|_| Error::corrupted(pos.path.leaf(), "free-DB key is not 8 bytes"))?;
+    let key = u64::from_le_bytes(key);
+    if key < from || key >= limit {
+        return Ok(None);
+    }
+    let top = match value.get(..16) {
+        Some(head) if head[..8] != [0; 8] => u64::from_le_bytes(head[8..].try_into().unwrap()),
+        _ => return Ok(None), // an empty record
+    };
+    Ok(Some((key, top)))
+}
+
+/// The most records [`take_tail_records`] takes in one commit.
+const MAX_TAIL_RECORDS: usize = 4;
+
+/// Before a commit gives the free end of the file back: takes reclaimable records, newest
+/// first, while the newest one not yet taken holds a page near the end of the snapshot
+/// (among its last 64th, and at least its last 16 pages, once the free pages already
+/// taken are trimmed), at most [`MAX_TAIL_RECORDS`]. The free list is written back with
+/// the lowest pages under the oldest keys and records are taken oldest first, so the last
+/// pages of the file sit in the newest records, which allocation rarely reaches. Near,
+/// not last: a large record's own pages were often the last allocated, after those it
+/// lists; taken, they are freed, and a later commit gives them back. One look-up in the
+/// free DB per commit when no page near the end is free.
+pub fn take_tail_records(pages: &mut DirtyPages<'_>) -> Result<()> {
+    pages.trim_free_tail();
+    let Some((free_db, from, mut limit)) = pages.reclaim.untaken() else {
+        return Ok(());
+    };
+    for _ in 0..MAX_TAIL_RECORDS {
+        let Some((key, top)) = newest_record_top(&*pages, &free_db, from, limit)? else {
+            break;
+        };
+        let near_end = pages.next_pgno - (pages.next_pgno / 64).max(16).min(pages.next_pgno);
+        if top < near_end {
+            break;
+        }
+        let Some((found, list)) = next_reclaimable(&*pages, &free_db, key, key + 1)? else {
+            return Err(Error::corrupted(free_db.root, "free-DB record vanished"));
+        };
+        debug_assert_eq!(found, key);
+        pages.take_record(key, list, false)?;
+        pages.trim_free_tail();
+        limit = key;
+    }
+    Ok(())
+}
+
 /// The length a free-DB record of `needed` bytes is first written with: room for the few
 /// pages the next saving round adds, so later rounds rewrite it in place. Whole page
 /// numbers, as LMDB's own records. A large (overflow) record fills the run its exact size
@@ -112,8 +183,8 @@ fn plan_records(
     if pool.is_empty() {
         // Nothing taken and left over: the txn's own record only.
     } else if max_consumed == 0 {
-        // (The pool comes from consumed records, so this does not happen; if it did, the
-        // pages would still be kept.)
+        // No key is free (the pool comes from records taken out of order): the pool joins
+        // the txn's own record.
         let mut joined = Vec::with_capacity(records[own].pages.len() + pool.len());
         crate::store::merge_descending(&records[own].pages, pool, &mut joined);
         records[own].pages = joined;
@@ -155,6 +226,9 @@ fn plan_records(
 /// allocate nothing: the loop settles in two or three rounds.
 pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> Result<()> {
     pages.reclaim.exhausted();
+    // Every key below the first record not taken in order is free; a record taken out of
+    // order (`take_tail_records`) is deleted, but its key is not reused.
+    let max_consumed = pages.reclaim.free_keys_end().saturating_sub(1);
     let consumed = std::mem::take(&mut pages.reclaim.consumed);
     for key in &consumed {
         let mut tree = TreeMut {
@@ -169,7 +243,6 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
             ));
         }
     }
-    let max_consumed = consumed.iter().copied().max().unwrap_or(0);
     debug_assert!(
         max_consumed < txnid,
         "a consumed record is older than the txn"

@@ -28,8 +28,11 @@ pub struct EnvInner {
     /// Map size to record in the meta (the limit when `map_size_explicit`).
     pub map_size: AtomicU64,
     pub map_size_explicit: AtomicBool,
-    /// Length of the data file as last seen by this process's writer.
+    /// Length of the data file as last seen by this process's writer (0: read it again).
     pub file_len: AtomicU64,
+    /// Whether commits give free pages at the end of the file back, and shorten it, when
+    /// the map grows on demand ([`crate::EnvOptions::shrink_on_commit`]).
+    pub shrink_on_commit: bool,
     /// Named DBs opened in this environment.
     pub catalog: std::sync::RwLock<crate::catalog::Catalog>,
     /// Bumped whenever a DB's order changes (application comparators, closed handles), so

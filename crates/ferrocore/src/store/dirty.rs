@@ -234,6 +234,42 @@ impl<'e> DirtyPages<'e> {
         merge_descending(&pool, &pages, &mut self.free.pool);
     }
 
+    /// Takes the next free-DB record no reader can see into the pool: false once there is
+    /// none (or reclaiming has ended).
+    pub(super) fn reclaim_one(&mut self) -> Result<bool> {
+        if !self.reclaim.is_active() {
+            return Ok(false);
+        }
+        let Some((key, pages)) = self.reclaim.next_record(&*self)? else {
+            self.reclaim.exhausted();
+            return Ok(false);
+        };
+        self.take_record(key, pages, true)?;
+        Ok(true)
+    }
+
+    /// Takes free-DB record `key` (whose `pages` no reader and no durable meta reaches) into
+    /// the pool, to be deleted at commit. `in_order`: the oldest record not yet taken;
+    /// otherwise a newer one, taken out of order (and reclaiming ends: the next record in
+    /// order could be this one).
+    pub fn take_record(&mut self, key: u64, pages: Vec<u64>, in_order: bool) -> Result<()> {
+        if let Some(&bad) = pages.iter().find(|&&p| p < 2 || p >= self.snapshot_end) {
+            return Err(Error::corrupted(
+                bad,
+                "free-list record names a page outside the file",
+            ));
+        }
+        if in_order {
+            self.reclaim.consumed(key);
+        } else {
+            debug_assert!(key >= self.reclaim.free_keys_end(), "record {key} taken twice");
+            self.reclaim.consumed.push(key);
+            self.reclaim.exhausted();
+        }
+        self.add_to_pool(pages);
+        Ok(())
+    }
+
     /// Allocates from free pages, refilling the pool from free-DB records no reader can
     /// see, and only then past the end of the file.
     pub(super) fn alloc_pages(&mut self, count: usize) -> Result<u64> {
@@ -241,19 +277,8 @@ impl<'e> DirtyPages<'e> {
             if let Some(p) = self.take_free(count) {
                 break p;
             }
-            if self.reclaim.is_active() {
-                if let Some((key, pages)) = self.reclaim.next_record(&*self)? {
-                    if let Some(&bad) = pages.iter().find(|&&p| p < 2 || p >= self.snapshot_end) {
-                        return Err(Error::corrupted(
-                            bad,
-                            "free-list record names a page outside the file",
-                        ));
-                    }
-                    self.reclaim.consumed(key);
-                    self.add_to_pool(pages);
-                    continue;
-                }
-                self.reclaim.exhausted();
+            if self.reclaim_one()? {
+                continue;
             }
             let p = self.next_pgno;
             // As LMDB (`pgno + num >= me_maxpg`): the map's last page is never handed out,

@@ -12,7 +12,7 @@
 //! spare buffers), `mapped` (`WRITE_MAP`: the file grown before a page is written through
 //! the map), `reclaim` (the refill hook through which the free list hands back pages),
 //! `nested` (what a nested txn's abort undoes), `early` (pages a bulk load writes before
-//! commit), and, for unit tests of the tree, `memory`
+//! commit), `tail` (free pages at the end of the file given back), and, for unit tests of the tree, `memory`
 //! (pages in a vector).
 
 mod dirty;
@@ -23,6 +23,7 @@ pub(crate) mod memory;
 mod nested;
 mod reclaim;
 mod snapshot;
+mod tail;
 
 pub use dirty::{DirtyPages, FreePages, SpareBuffers};
 pub use mapped::MappedWrites;

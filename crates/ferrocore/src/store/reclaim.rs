@@ -61,6 +61,20 @@ impl Reclaim {
         self.next_key = key + 1;
     }
 
+    /// The free DB it reclaims from and the keys of records not yet taken (`from..limit`),
+    /// while reclaiming is active.
+    pub fn untaken(&self) -> Option<(DbRecord, u64, u64)> {
+        self.active
+            .then_some((self.free_db, self.next_key, self.limit))
+    }
+
+    /// Every free-DB key below this is free: its record was taken, or there was none.
+    /// Records are taken oldest first (a record taken out of order, see
+    /// [`DirtyPages::take_record`], does not move it).
+    pub fn free_keys_end(&self) -> u64 {
+        self.next_key
+    }
+
     /// No more records to take (or no more taking: commit has begun).
     pub fn exhausted(&mut self) {
         self.active = false;

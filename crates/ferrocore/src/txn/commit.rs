@@ -11,6 +11,10 @@
 //! 4. [`CommitStep::WriteMeta`]: meta page `txnid & 1`, the older of the two.
 //! 5. [`CommitStep::FlushMeta`]: `fdatasync`, unless `NO_SYNC` or `NO_META_SYNC`.
 //!
+//! 6. Shrink (when the map grows on demand, see [`FileShrink`]): after a flushed meta, the
+//!    file is cut to the pages the two metas on disk count, if that frees an eighth of
+//!    it. Best effort: a failure leaves the file longer and fails nothing.
+//!
 //! Then the txn id is published and readers see the commit.
 //!
 //! What a failure leaves (the README's durability section has the same table):
@@ -39,12 +43,38 @@ use crate::store::MappedWrites;
 
 use super::*;
 
+/// What a commit does about the free pages at the end of the file.
+///
+/// The pages it can give back are those its txn may reuse at once (taken from free-DB
+/// records no reader and no durable meta reaches, or allocated and freed again): they leave
+/// the free list and the new meta ends before them. The file itself is cut only to what
+/// both metas on disk count (the base's and the new one's), once the new meta is flushed,
+/// so that whichever meta a crash leaves, its pages are in the file; and only while no
+/// reader holds a snapshot older than the base, whose last page may lie further on (a
+/// plain copy reads every page up to it).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum FileShrink {
+    /// Nothing: the map size is explicit (LMDB's behaviour), or shrinking is off.
+    Off,
+    /// Gives back the free tail it took, but leaves the file's length: a reader of an older
+    /// snapshot is live.
+    TrimOnly,
+    /// Gives back the free tail it took, and cuts the file when that frees at least an
+    /// eighth of it (and 16 pages), if the meta was flushed.
+    OnCommit,
+    /// [`Env::shrink_file`](crate::Env::shrink_file): the txn took every reclaimable
+    /// record, and the commit writes and flushes a meta even with nothing changed or in a
+    /// `NO_SYNC` mode, then cuts the file to exactly what the metas count.
+    Now,
+}
+
 impl WriteTxn<'_> {
     /// Commits: every change becomes durable (unless `NO_SYNC`) and visible atomically.
     pub fn commit(mut self) -> Result<()> {
         self.check_usable()?;
         self.env.check_not_forked()?;
-        if self.pages.dirty_count() == 0
+        if self.shrink != FileShrink::Now
+            && self.pages.dirty_count() == 0
             && self.main_db == self.base.main_db
             && self.named.values().all(|n| !n.dirty)
         {
@@ -88,6 +118,9 @@ impl WriteTxn<'_> {
             }
             .put(&name, &record.to_bytes(), mode)?;
         }
+        if self.shrink != FileShrink::Off {
+            freelist::take_tail_records(&mut self.pages)?;
+        }
         freelist::save(&mut self.pages, &mut self.free_db, self.txnid)?;
         let env = self.env;
         let next_pgno = self.pages.next_pgno;
@@ -97,6 +130,11 @@ impl WriteTxn<'_> {
             self.pages.max_pgno
         );
         grow_file(env, next_pgno)?;
+        if let Some(pages) = self.pages.mapped_file_pages() {
+            // Under WRITE_MAP the txn grew the file as it wrote: that length is the file's.
+            env.file_len
+                .store(pages * env.page_size as u64, Ordering::Release);
+        }
         assert!(
             env.file_len.load(Ordering::Acquire) >= next_pgno * env.page_size as u64,
             "the meta would count pages past the end of the file"
@@ -106,7 +144,8 @@ impl WriteTxn<'_> {
             &self.pages.sorted_dirty(),
             self.pages.writes_through_map(),
         )?;
-        flush_data(env)?;
+        let force_sync = self.shrink == FileShrink::Now;
+        flush_data(env, force_sync)?;
         let meta = Meta {
             address: self.base.address,
             map_size: env.map_size_for(next_pgno),
@@ -127,7 +166,16 @@ impl WriteTxn<'_> {
             self.base.txnid,
             "another commit was published while this write txn held the writer lock"
         );
-        write_and_flush_meta(env, &meta)?;
+        let meta_flushed = write_and_flush_meta(env, &meta, force_sync)?;
+        if meta_flushed {
+            // Both metas on disk are durable now (the flush covered the base's too).
+            let metas_end = next_pgno.max(self.base.last_pgno + 1);
+            match self.shrink {
+                FileShrink::OnCommit => shrink_file(env, metas_end, false),
+                FileShrink::Now => shrink_file(env, metas_end, true),
+                FileShrink::Off | FileShrink::TrimOnly => {}
+            }
+        }
         // Before readers can see this txn, the record cache learns the new versions, and the
         // environment that this process wrote it.
         self.publish_records(&changed);
@@ -164,6 +212,27 @@ impl WriteTxn<'_> {
                 );
             }
         }
+    }
+
+    /// Readies this txn to shrink the file ([`Env::shrink_file`](crate::Env::shrink_file)):
+    /// takes every free-DB record no reader can see, so that the commit sees every free
+    /// page at the end of the file, and makes the commit write and flush its meta and cut
+    /// the file, unless a reader of an older snapshot is live.
+    pub(crate) fn prepare_shrink(&mut self) -> Result<()> {
+        self.check_usable()?;
+        self.pages.reclaim_all()?;
+        // Readers beginning from now on take the base snapshot or a newer one.
+        let older_reader = self
+            .env
+            .lock
+            .oldest_reader()
+            .is_some_and(|r| r < self.base.txnid);
+        self.shrink = if older_reader {
+            FileShrink::TrimOnly
+        } else {
+            FileShrink::Now
+        };
+        Ok(())
     }
 
     /// Discards every change.
@@ -262,6 +331,31 @@ pub(crate) fn grow_file(env: &EnvInner, next_pgno: u64) -> Result<()> {
     Ok(())
 }
 
+/// Step 6: cuts the file to `end` pages (what both metas on disk count) if it is longer:
+/// `exact`, whenever it is; otherwise only when that frees an eighth of the file and 16
+/// pages, so that a file growing and shrinking around one size is not cut each commit.
+/// Best effort: on failure the file keeps its length (and its length is read again).
+fn shrink_file(env: &EnvInner, end: u64, exact: bool) {
+    let ps = env.page_size as u64;
+    let target = end * ps;
+    let len = match env.file_len.load(Ordering::Acquire) {
+        len if len > 0 => len,
+        _ => match env.data.len() {
+            Ok(len) => len,
+            Err(_) => return,
+        },
+    };
+    let slack = if exact { 1 } else { (len / 8).max(16 * ps) };
+    if len < target + slack {
+        env.file_len.store(len, Ordering::Release);
+        return;
+    }
+    match env.data.set_len(target) {
+        Ok(()) => env.file_len.store(target, Ordering::Release),
+        Err(_) => env.file_len.store(0, Ordering::Release),
+    }
+}
+
 /// True if commits flush nothing: `NO_SYNC`, or `WRITE_MAP` with `MAP_ASYNC` (LMDB's
 /// asynchronous map flush, which Linux leaves to its writeback).
 pub(super) fn no_sync(flags: u32) -> bool {
@@ -270,11 +364,11 @@ pub(super) fn no_sync(flags: u32) -> bool {
             == env_flags::WRITE_MAP | env_flags::MAP_ASYNC
 }
 
-/// Step 3: flushes the data pages, unless `NO_SYNC` (or `WRITE_MAP` with `MAP_ASYNC`).
-/// Under `WRITE_MAP` this is the same `fdatasync`: the kernel writes the map's dirty
-/// pages, and only those (it tracks them), never the whole map.
-pub(crate) fn flush_data(env: &EnvInner) -> Result<()> {
-    if no_sync(env.flags.load(Ordering::Relaxed)) {
+/// Step 3: flushes the data pages, unless `NO_SYNC` (or `WRITE_MAP` with `MAP_ASYNC`)
+/// and not `force`d. Under `WRITE_MAP` this is the same `fdatasync`: the kernel writes
+/// the map's dirty pages, and only those (it tracks them), never the whole map.
+pub(crate) fn flush_data(env: &EnvInner, force: bool) -> Result<()> {
+    if !force && no_sync(env.flags.load(Ordering::Relaxed)) {
         return Ok(());
     }
     env.data
@@ -283,9 +377,10 @@ pub(crate) fn flush_data(env: &EnvInner) -> Result<()> {
 }
 
 /// Steps 4 and 5: writes `meta` to its page (`txnid & 1`) and flushes it unless
-/// `NO_SYNC`, `NO_META_SYNC` or `WRITE_MAP` with `MAP_ASYNC`. The meta is written with
-/// `pwrite` under `WRITE_MAP` too (the page cache is the map's). On failure the page's previous bytes are written back.
-pub(crate) fn write_and_flush_meta(env: &EnvInner, meta: &Meta) -> Result<()> {
+/// `NO_SYNC`, `NO_META_SYNC` or `WRITE_MAP` with `MAP_ASYNC` (and not `force`d); returns
+/// whether it flushed. The meta is written with `pwrite` under `WRITE_MAP` too (the page
+/// cache is the map's). On failure the page's previous bytes are written back.
+pub(crate) fn write_and_flush_meta(env: &EnvInner, meta: &Meta, force: bool) -> Result<bool> {
     let which = meta.txnid & 1;
     let offset = which * env.page_size as u64;
     let mut previous = [0u8; META_WRITE_SIZE];
@@ -298,10 +393,13 @@ pub(crate) fn write_and_flush_meta(env: &EnvInner, meta: &Meta) -> Result<()> {
         .write_at(offset, &buf)
         .map_err(|e| (CommitStep::WriteMeta, e))
         .and_then(|()| {
-            if no_sync(flags) || flags & env_flags::NO_META_SYNC != 0 {
-                return Ok(());
+            if !force && (no_sync(flags) || flags & env_flags::NO_META_SYNC != 0) {
+                return Ok(false);
             }
-            env.data.sync_data().map_err(|e| (CommitStep::FlushMeta, e))
+            env.data
+                .sync_data()
+                .map(|()| true)
+                .map_err(|e| (CommitStep::FlushMeta, e))
         });
     result.map_err(|(step, e)| {
         // The meta page is in doubt: put back what it held, so that no process opening the

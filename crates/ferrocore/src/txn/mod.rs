@@ -20,6 +20,7 @@ mod nested;
 mod read;
 mod write;
 
+use commit::FileShrink;
 pub(crate) use cursor::Source;
 pub use cursor::{Cursor, Item, WriteCursor};
 pub use handles::Database;

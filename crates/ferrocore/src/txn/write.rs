@@ -49,6 +49,8 @@ pub struct WriteTxn<'env> {
     pub(super) opened_handles: Vec<u32>,
     /// Room to build a DUPSORT key's grown sub-page in, kept from put to put.
     pub(super) dup_scratch: Vec<u8>,
+    /// What the commit does about free pages at the end of the file.
+    pub(super) shrink: FileShrink,
     // Released after Drop::drop has released the cross-process lock.
     pub(super) _guard: MutexGuard<'env, ()>,
 }
@@ -93,6 +95,22 @@ impl<'env> WriteTxn<'env> {
             }
         }
         let limit = oldest.map_or(u64::MAX, |r| r + 1).min(base.txnid);
+        if base.txnid != env.local_txnid.load(Ordering::SeqCst) {
+            // Another process committed since this one last did, and may have grown or
+            // shortened the file: read its length again before relying on it.
+            env.file_len.store(0, Ordering::Release);
+        }
+        // A reader of a snapshot older than the base may read any page up to its own last
+        // one (a plain copy does): the file keeps its length while one lives.
+        let shrink = if !env.shrink_on_commit
+            || env.map_size_explicit.load(Ordering::Acquire)
+        {
+            FileShrink::Off
+        } else if oldest.is_some_and(|r| r < base.txnid) {
+            FileShrink::TrimOnly
+        } else {
+            FileShrink::OnCommit
+        };
         let spare = std::mem::take(
             &mut *env
                 .spare_pages
@@ -133,6 +151,7 @@ impl<'env> WriteTxn<'env> {
             handles: HandleScope::new(env, false),
             opened_handles: Vec::new(),
             dup_scratch: Vec::new(),
+            shrink,
             _guard: guard,
         })
     }

@@ -1,0 +1,251 @@
+//! The file follows the data: with a map that grows on demand, commits give the free pages
+//! at the end of the file back and shorten it; `Env::shrink_file` does it on request; an
+//! explicit map size keeps LMDB's behaviour (the file never shrinks); a reader of an
+//! older snapshot keeps the file long; and another handle on the file, which saw it
+//! longer, still covers every page it commits.
+
+mod common;
+
+use std::path::Path;
+
+use common::{lmdb, open_env, TempEnv};
+use ferrocore::{db_flags, env_flags, Database, Env, EnvOptions};
+
+const VALUE_LEN: usize = 1000;
+
+fn key(i: u32) -> [u8; 4] {
+    i.to_be_bytes()
+}
+
+fn value(i: u32) -> Vec<u8> {
+    (0..VALUE_LEN).map(|j| (i as usize + j) as u8).collect()
+}
+
+fn file_len(dir: &Path) -> u64 {
+    std::fs::metadata(dir.join("data.mdb")).unwrap().len()
+}
+
+/// Opens an environment in a new directory with room for the one named DB ("big").
+fn temp_env(mut opts: EnvOptions) -> (TempEnv, EnvOptions) {
+    opts.max_dbs(2);
+    (TempEnv::new(&opts), opts)
+}
+
+/// Puts `keep` keys in the main DB and makes a few commits, fills a DB of 3,000 entries
+/// (about 4 MiB, at the end of the file), and drops it: the end of the file is free.
+/// Returns the file's length before the drop.
+fn fill_then_drop_the_end(env: &Env, keep: u32) -> u64 {
+    let mut txn = env.begin_write().unwrap();
+    for i in 0..keep {
+        txn.put(Database::MAIN, &key(i), &value(i), 0).unwrap();
+    }
+    txn.commit().unwrap();
+    small_commits(env, 4, keep);
+    let mut txn = env.begin_write().unwrap();
+    let big = txn.open_db(Some("big"), db_flags::CREATE).unwrap();
+    for i in 0..3000 {
+        txn.put(big, &key(i), &value(i), 0).unwrap();
+    }
+    txn.commit().unwrap();
+    let full = std::fs::metadata(env.path().join("data.mdb")).unwrap().len();
+    let mut txn = env.begin_write().unwrap();
+    let big = txn.open_db(Some("big"), 0).unwrap();
+    txn.drop_db(big, true).unwrap();
+    txn.commit().unwrap();
+    full
+}
+
+/// Small commits that rewrite the last kept key and one other (their pages move to the
+/// lowest free pages, and the free list is taken and written back).
+fn small_commits(env: &Env, count: u32, keep: u32) {
+    for c in 0..count {
+        let mut txn = env.begin_write().unwrap();
+        for i in [c % keep, keep - 1] {
+            txn.put(Database::MAIN, &key(i), &value(i), 0).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+}
+
+/// Every kept key holds its value, nothing else is there, and the snapshot checks.
+fn assert_holds(env: &Env, keep: u32) {
+    env.check().unwrap();
+    let txn = env.begin_read().unwrap();
+    assert_eq!(txn.stat().entries, u64::from(keep));
+    for i in 0..keep {
+        assert_eq!(
+            txn.get(Database::MAIN, &key(i)).unwrap(),
+            Some(&value(i)[..]),
+            "key {i}"
+        );
+    }
+}
+
+/// The file covers the latest meta's pages.
+fn assert_covers_meta(env: &Env, dir: &Path) {
+    let info = env.info().unwrap();
+    let ps = u64::from(env.stat().unwrap().page_size);
+    assert!(
+        file_len(dir) >= (info.last_pgno + 1) * ps,
+        "file of {} bytes, meta counts {} pages",
+        file_len(dir),
+        info.last_pgno + 1
+    );
+}
+
+#[test]
+fn commits_give_the_free_tail_back_and_shorten_the_file() {
+    let (env, opts) = temp_env(EnvOptions::new());
+    let full = fill_then_drop_the_end(&env, 300);
+    // Commits take the free list oldest first and its lowest pages first: once they reach
+    // the records that list the end of the file, they give it back.
+    let mut commits = 0;
+    while file_len(env.dir()) > full * 3 / 5 {
+        commits += 1;
+        assert!(commits <= 300, "still {} of {full} bytes", file_len(env.dir()));
+        small_commits(&env, 1, 300);
+        assert_covers_meta(&env, env.dir());
+    }
+    assert_holds(&env, 300);
+    let dir = env.close();
+    let env = open_env(dir.path(), &opts);
+    assert_holds(&env, 300);
+}
+
+#[test]
+fn shrink_file_cuts_the_file_to_the_pages_in_use() {
+    let mut opts = EnvOptions::new();
+    opts.shrink_on_commit(false);
+    let (env, _) = temp_env(opts);
+    let full = fill_then_drop_the_end(&env, 300);
+    small_commits(&env, 4, 300);
+    assert!(file_len(env.dir()) >= full, "shrank with shrink_on_commit off");
+    let len = env.shrink_file().unwrap();
+    assert_eq!(len, file_len(env.dir()));
+    let info = env.info().unwrap();
+    let ps = u64::from(env.stat().unwrap().page_size);
+    assert_eq!(len, (info.last_pgno + 1) * ps, "cut to the last page in use");
+    assert!(len < full / 2, "{len} bytes of {full}");
+    assert_holds(&env, 300);
+    // It keeps working: the file grows again.
+    let mut txn = env.begin_write().unwrap();
+    for i in 300..3000 {
+        txn.put(Database::MAIN, &key(i), &value(i), 0).unwrap();
+    }
+    txn.commit().unwrap();
+    assert_holds(&env, 3000);
+    assert_covers_meta(&env, env.dir());
+}
+
+#[test]
+fn with_an_explicit_map_size_the_file_keeps_its_length_as_in_lmdb() {
+    let mut opts = EnvOptions::new();
+    opts.map_size(64 << 20);
+    let (env, _) = temp_env(opts);
+    let full = fill_then_drop_the_end(&env, 300);
+    small_commits(&env, 200, 300);
+    assert!(file_len(env.dir()) >= full, "the file shrank");
+    assert_holds(&env, 300);
+}
+
+#[test]
+fn a_reader_of_an_older_snapshot_keeps_the_file_long_until_it_ends() {
+    let (env, _) = temp_env(EnvOptions::new());
+    let mut txn = env.begin_write().unwrap();
+    for i in 0..300 {
+        txn.put(Database::MAIN, &key(i), &value(i), 0).unwrap();
+    }
+    txn.commit().unwrap();
+    small_commits(&env, 4, 300);
+    let mut txn = env.begin_write().unwrap();
+    let big = txn.open_db(Some("big"), db_flags::CREATE).unwrap();
+    for i in 0..3000 {
+        txn.put(big, &key(i), &value(i), 0).unwrap();
+    }
+    txn.commit().unwrap();
+    let old = env.begin_read().unwrap();
+    let old_end = file_len(env.dir());
+    let mut txn = env.begin_write().unwrap();
+    txn.drop_db(big, true).unwrap();
+    txn.commit().unwrap();
+    assert!(env.shrink_file().unwrap() >= old_end);
+    // The old snapshot still reads every page it had.
+    let old_big = old.open_db(Some("big")).unwrap();
+    for i in 0..3000 {
+        assert_eq!(old.get(old_big, &key(i)).unwrap(), Some(&value(i)[..]));
+    }
+    drop(old);
+    let len = env.shrink_file().unwrap();
+    assert!(len < old_end / 2, "{len} bytes of {old_end}");
+    assert_holds(&env, 300);
+}
+
+/// Two handles on one file (as two processes, each with its own view of the file's
+/// length): `b` saw the file long; after `a` shrinks it, a txn of `b` that takes a run of
+/// pages past the new end and frees it again must leave a file that covers its meta, and
+/// `b` keeps committing through the map or with `pwrite`.
+fn another_handle_covers_its_pages_after_a_shrink(flags: u32) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = EnvOptions::new();
+    opts.max_dbs(2);
+    let a = open_env(dir.path(), &opts);
+    opts.flags(flags).shrink_on_commit(false);
+    let b = open_env(dir.path(), &opts);
+    let full = fill_then_drop_the_end(&b, 300);
+    small_commits(&b, 4, 300);
+    assert!(file_len(dir.path()) >= full);
+    let short = a.shrink_file().unwrap();
+    assert!(short < full / 2, "{short} of {full}");
+    // A value of 2 MiB takes a run of pages past the new end (the free pages are
+    // scattered); deleting it leaves most of them unwritten.
+    let mut txn = b.begin_write().unwrap();
+    txn.put(Database::MAIN, b"run", &vec![9u8; 2 << 20], 0).unwrap();
+    txn.delete(Database::MAIN, b"run").unwrap();
+    txn.put(Database::MAIN, &key(7), b"seven", 0).unwrap();
+    txn.commit().unwrap();
+    assert!(b.info().unwrap().last_pgno * 4096 > short + (1 << 20));
+    assert_covers_meta(&b, dir.path());
+    drop((a, b));
+    let env = open_env(dir.path(), &opts);
+    assert_eq!(
+        env.begin_read().unwrap().get(Database::MAIN, &key(7)).unwrap(),
+        Some(&b"seven"[..])
+    );
+    env.check().unwrap();
+}
+
+#[test]
+fn another_handle_covers_its_pages_after_a_shrink_with_pwrite() {
+    another_handle_covers_its_pages_after_a_shrink(0);
+}
+
+#[test]
+fn another_handle_covers_its_pages_after_a_shrink_with_write_map() {
+    another_handle_covers_its_pages_after_a_shrink(env_flags::WRITE_MAP);
+}
+
+#[test]
+fn lmdb_reads_a_file_ferrocore_shrank() {
+    let (env, _) = temp_env(EnvOptions::new());
+    let full = fill_then_drop_the_end(&env, 300);
+    assert!(env.shrink_file().unwrap() < full / 2);
+    let dir = env.close();
+    let lmdb_env = lmdb::Env::open(dir.path(), common::LMDB_MAP_SIZE);
+    let txn = lmdb_env.read();
+    let pairs = txn.scan(txn.main_dbi());
+    assert_eq!(pairs.len(), 300);
+    for (i, (k, v)) in pairs.iter().enumerate() {
+        assert_eq!((&k[..], &v[..]), (&key(i as u32)[..], &value(i as u32)[..]));
+    }
+    drop(txn);
+    // LMDB writes on after it: the file grows again under its commits.
+    lmdb_env.write(|txn| {
+        let dbi = txn.main_dbi();
+        for i in 300..1000u32 {
+            assert_eq!(txn.put(dbi, &key(i), &value(i), 0), 0);
+        }
+    });
+    drop(lmdb_env);
+    let env = open_env(dir.path(), &EnvOptions::new());
+    assert_holds(&env, 1000);
+}
