@@ -47,7 +47,9 @@ fn fill_then_drop_the_end(env: &Env, keep: u32) -> u64 {
         txn.put(big, &key(i), &value(i), 0).unwrap();
     }
     txn.commit().unwrap();
-    let full = std::fs::metadata(env.path().join("data.mdb")).unwrap().len();
+    let full = std::fs::metadata(env.path().join("data.mdb"))
+        .unwrap()
+        .len();
     let mut txn = env.begin_write().unwrap();
     let big = txn.open_db(Some("big"), 0).unwrap();
     txn.drop_db(big, true).unwrap();
@@ -102,9 +104,20 @@ fn commits_give_the_free_tail_back_and_shorten_the_file() {
     let mut commits = 0;
     while file_len(env.dir()) > full * 3 / 5 {
         commits += 1;
-        assert!(commits <= 300, "still {} of {full} bytes", file_len(env.dir()));
+        assert!(
+            commits <= 300,
+            "still {} of {full} bytes",
+            file_len(env.dir())
+        );
+        let before = file_len(env.dir());
         small_commits(&env, 1, 300);
         assert_covers_meta(&env, env.dir());
+        if file_len(env.dir()) < before {
+            // The file still holds the snapshot before the commit that cut it (the other
+            // meta, which a crash or `MDB_PREVSNAPSHOT` may fall back to).
+            let mut copy = Vec::new();
+            env.copy_previous(&mut copy, false).unwrap();
+        }
     }
     assert_holds(&env, 300);
     let dir = env.close();
@@ -119,12 +132,19 @@ fn shrink_file_cuts_the_file_to_the_pages_in_use() {
     let (env, _) = temp_env(opts);
     let full = fill_then_drop_the_end(&env, 300);
     small_commits(&env, 4, 300);
-    assert!(file_len(env.dir()) >= full, "shrank with shrink_on_commit off");
+    assert!(
+        file_len(env.dir()) >= full,
+        "shrank with shrink_on_commit off"
+    );
     let len = env.shrink_file().unwrap();
     assert_eq!(len, file_len(env.dir()));
     let info = env.info().unwrap();
     let ps = u64::from(env.stat().unwrap().page_size);
-    assert_eq!(len, (info.last_pgno + 1) * ps, "cut to the last page in use");
+    assert_eq!(
+        len,
+        (info.last_pgno + 1) * ps,
+        "cut to the last page in use"
+    );
     assert!(len < full / 2, "{len} bytes of {full}");
     assert_holds(&env, 300);
     // It keeps working: the file grows again.
@@ -199,7 +219,8 @@ fn another_handle_covers_its_pages_after_a_shrink(flags: u32) {
     // A value of 2 MiB takes a run of pages past the new end (the free pages are
     // scattered); deleting it leaves most of them unwritten.
     let mut txn = b.begin_write().unwrap();
-    txn.put(Database::MAIN, b"run", &vec![9u8; 2 << 20], 0).unwrap();
+    txn.put(Database::MAIN, b"run", &vec![9u8; 2 << 20], 0)
+        .unwrap();
     txn.delete(Database::MAIN, b"run").unwrap();
     txn.put(Database::MAIN, &key(7), b"seven", 0).unwrap();
     txn.commit().unwrap();
@@ -208,7 +229,10 @@ fn another_handle_covers_its_pages_after_a_shrink(flags: u32) {
     drop((a, b));
     let env = open_env(dir.path(), &opts);
     assert_eq!(
-        env.begin_read().unwrap().get(Database::MAIN, &key(7)).unwrap(),
+        env.begin_read()
+            .unwrap()
+            .get(Database::MAIN, &key(7))
+            .unwrap(),
         Some(&b"seven"[..])
     );
     env.check().unwrap();

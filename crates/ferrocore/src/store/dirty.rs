@@ -262,7 +262,10 @@ impl<'e> DirtyPages<'e> {
         if in_order {
             self.reclaim.consumed(key);
         } else {
-            debug_assert!(key >= self.reclaim.free_keys_end(), "record {key} taken twice");
+            debug_assert!(
+                key >= self.reclaim.free_keys_end(),
+                "record {key} taken twice"
+            );
             self.reclaim.consumed.push(key);
             self.reclaim.exhausted();
         }

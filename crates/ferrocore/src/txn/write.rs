@@ -102,9 +102,7 @@ impl<'env> WriteTxn<'env> {
         }
         // A reader of a snapshot older than the base may read any page up to its own last
         // one (a plain copy does): the file keeps its length while one lives.
-        let shrink = if !env.shrink_on_commit
-            || env.map_size_explicit.load(Ordering::Acquire)
-        {
+        let shrink = if !env.shrink_on_commit || env.map_size_explicit.load(Ordering::Acquire) {
             FileShrink::Off
         } else if oldest.is_some_and(|r| r < base.txnid) {
             FileShrink::TrimOnly
