@@ -50,15 +50,16 @@ pub fn next_reclaimable(
     Ok(Some((key, pages)))
 }
 
-/// The newest free-DB record with a key in `from..limit`: its key and its highest page
-/// (the first of its IDL, which lists pages in descending order), read without decoding
-/// the rest.
-fn newest_record_top(
+/// The newest free-DB record with a key in `from..limit`, if it lists page `last` (the
+/// first of its IDL, which lists pages in descending order): its key and pages. One
+/// descent; the rest of the record is decoded only if it qualifies.
+fn newest_record_ending_at(
     src: &dyn PageSource,
     free_db: &DbRecord,
     from: u64,
     limit: u64,
-) -> Result<Option<(u64, u64)>> {
+    last: u64,
+) -> Result<Option<(u64, Vec<u64>)>> {
     if from >= limit {
         return Ok(None);
     }
@@ -75,45 +76,44 @@ fn newest_record_top(
         .try_into()
         .map_err(|_| Error::corrupted(pos.path.leaf(), "free-DB key is not 8 bytes"))?;
     let key = u64::from_le_bytes(key);
-    if key < from || key >= limit {
+    let top = value
+        .get(..16)
+        .filter(|head| head[..8] != [0; 8])
+        .map(|head| u64::from_le_bytes(head[8..].try_into().unwrap()));
+    if key < from || key >= limit || top != Some(last) {
         return Ok(None);
     }
-    let top = match value.get(..16) {
-        Some(head) if head[..8] != [0; 8] => u64::from_le_bytes(head[8..].try_into().unwrap()),
-        _ => return Ok(None), // an empty record
-    };
-    Ok(Some((key, top)))
+    Ok(Some((key, decode_idl(value, pos.path.leaf())?)))
 }
 
 /// The most records [`take_tail_records`] takes in one commit.
 const MAX_TAIL_RECORDS: usize = 4;
 
-/// Before a commit gives the free end of the file back: takes reclaimable records, newest
-/// first, while the newest one not yet taken holds a page near the end of the snapshot
-/// (among its last 64th, and at least its last 16 pages, once the free pages already
-/// taken are trimmed), at most [`MAX_TAIL_RECORDS`]. The free list is written back with
-/// the lowest pages under the oldest keys and records are taken oldest first, so the last
-/// pages of the file sit in the newest records, which allocation rarely reaches. Near,
-/// not last: a large record's own pages were often the last allocated, after those it
-/// lists; taken, they are freed, and a later commit gives them back. One look-up in the
-/// free DB per commit when no page near the end is free.
-pub fn take_tail_records(pages: &mut DirtyPages<'_>) -> Result<()> {
+/// How often (in txn ids) a commit looks for the records that list the last page.
+const TAIL_LOOKUP_EVERY: u64 = 16;
+
+/// Before commit `txnid` gives the free end of the file back: trims the free pages it
+/// took; and every [`TAIL_LOOKUP_EVERY`]th commit, takes reclaimable records, newest
+/// first, while the newest one not yet taken lists the snapshot's last page (once the free
+/// pages already taken are trimmed), at most [`MAX_TAIL_RECORDS`]. The free list is
+/// written back with the lowest pages under the oldest keys and records are taken oldest
+/// first, so the last pages of the file tend to sit in the newest records, which
+/// allocation reaches last. The look-up is a descent of the free DB (about 1,000
+/// instructions), hence not on every commit.
+pub fn take_tail_records(pages: &mut DirtyPages<'_>, txnid: u64) -> Result<()> {
     pages.trim_free_tail();
+    if !txnid.is_multiple_of(TAIL_LOOKUP_EVERY) {
+        return Ok(());
+    }
     let Some((free_db, from, mut limit)) = pages.reclaim.untaken() else {
         return Ok(());
     };
     for _ in 0..MAX_TAIL_RECORDS {
-        let Some((key, top)) = newest_record_top(&*pages, &free_db, from, limit)? else {
+        let last = pages.next_pgno - 1;
+        let Some((key, list)) = newest_record_ending_at(&*pages, &free_db, from, limit, last)?
+        else {
             break;
         };
-        let near_end = pages.next_pgno - (pages.next_pgno / 64).max(16).min(pages.next_pgno);
-        if top < near_end {
-            break;
-        }
-        let Some((found, list)) = next_reclaimable(&*pages, &free_db, key, key + 1)? else {
-            return Err(Error::corrupted(free_db.root, "free-DB record vanished"));
-        };
-        debug_assert_eq!(found, key);
         pages.take_record(key, list, false)?;
         pages.trim_free_tail();
         limit = key;

@@ -119,7 +119,7 @@ impl WriteTxn<'_> {
             .put(&name, &record.to_bytes(), mode)?;
         }
         if self.shrink != FileShrink::Off {
-            freelist::take_tail_records(&mut self.pages)?;
+            freelist::take_tail_records(&mut self.pages, self.txnid)?;
         }
         freelist::save(&mut self.pages, &mut self.free_db, self.txnid)?;
         let env = self.env;
