@@ -50,74 +50,97 @@ pub fn next_reclaimable(
     Ok(Some((key, pages)))
 }
 
-/// The newest free-DB record with a key in `from..limit`, if it lists page `last` (the
-/// first of its IDL, which lists pages in descending order): its key and pages. One
-/// descent; the rest of the record is decoded only if it qualifies.
-fn newest_record_ending_at(
+/// The newest `count` free-DB records with keys in `from..limit` whose highest page (the
+/// first of the IDL, which lists pages in descending order) is `near_end` or above, newest
+/// first: their keys. One descent, then a step back per record; only two words of each
+/// record are read.
+fn records_near_end(
     src: &dyn PageSource,
     free_db: &DbRecord,
-    from: u64,
-    limit: u64,
-    last: u64,
-) -> Result<Option<(u64, Vec<u64>)>> {
+    (from, limit): (u64, u64),
+    near_end: u64,
+    count: usize,
+    out: &mut Vec<u64>,
+) -> Result<()> {
+    out.clear();
     if from >= limit {
-        return Ok(None);
+        return Ok(());
     }
     let mut pos = Position::default();
     let found = pos.seek(src, free_db, KeyCmp::Integer, &limit.to_le_bytes())?;
     // The record before the first one at or past `limit` (the last one if there is none).
     if !pos.prev(src, free_db)? && found.is_some() {
-        return Ok(None);
+        return Ok(());
     }
-    let Ok((key, value)) = pos.current(src) else {
-        return Ok(None); // an empty free DB
-    };
-    let key: [u8; 8] = key
-        .try_into()
-        .map_err(|_| Error::corrupted(pos.path.leaf(), "free-DB key is not 8 bytes"))?;
-    let key = u64::from_le_bytes(key);
-    let top = value
-        .get(..16)
-        .filter(|head| head[..8] != [0; 8])
-        .map(|head| u64::from_le_bytes(head[8..].try_into().unwrap()));
-    if key < from || key >= limit || top != Some(last) {
-        return Ok(None);
+    for _ in 0..count {
+        let Ok((key, value)) = pos.current(src) else {
+            return Ok(()); // an empty free DB
+        };
+        let key: [u8; 8] = key
+            .try_into()
+            .map_err(|_| Error::corrupted(pos.path.leaf(), "free-DB key is not 8 bytes"))?;
+        let key = u64::from_le_bytes(key);
+        if key < from || key >= limit {
+            return Ok(());
+        }
+        let top = value
+            .get(..16)
+            .filter(|head| head[..8] != [0; 8])
+            .map(|head| u64::from_le_bytes(head[8..].try_into().unwrap()));
+        if top.is_some_and(|top| top >= near_end) {
+            out.push(key);
+        }
+        if !pos.prev(src, free_db)? {
+            return Ok(());
+        }
     }
-    Ok(Some((key, decode_idl(value, pos.path.leaf())?)))
+    Ok(())
 }
 
-/// The most records [`take_tail_records`] takes in one commit.
-const MAX_TAIL_RECORDS: usize = 4;
-
-/// How often (in txn ids) a commit looks for the records that list the last page.
+/// How often (in txn ids) a commit looks for the records that list pages near the end,
+/// and how many of the newest records it looks at: those written since the last look.
 const TAIL_LOOKUP_EVERY: u64 = 16;
 
 /// Before commit `txnid` gives the free end of the file back: trims the free pages it
-/// took; and every [`TAIL_LOOKUP_EVERY`]th commit, takes reclaimable records, newest
-/// first, while the newest one not yet taken lists the snapshot's last page (once the free
-/// pages already taken are trimmed), at most [`MAX_TAIL_RECORDS`]. The free list is
-/// written back with the lowest pages under the oldest keys and records are taken oldest
-/// first, so the last pages of the file tend to sit in the newest records, which
-/// allocation reaches last. The look-up is a descent of the free DB (about 1,000
-/// instructions), hence not on every commit.
+/// took; and every [`TAIL_LOOKUP_EVERY`]th commit, takes those of the newest
+/// `TAIL_LOOKUP_EVERY` reclaimable records that list a page near the end (among the last
+/// 64th of the snapshot, and at least its last 16 pages), and trims again.
+///
+/// Allocation takes the free list oldest first, and it is written back with the lowest
+/// pages under the oldest keys, so the pages a large delete frees at the end wait in a
+/// newer record. Taken here, they go back (the pages not trimmed) in this commit's own
+/// record, the newest, which the next look finds if they are still near the end. Near,
+/// not last: a large record's own pages are often the last ones, allocated after those it
+/// lists; taking it frees them, and the next look gives them back. The look is one descent
+/// of the free DB and a step per record (a few thousand instructions), hence not on every
+/// commit.
 pub fn take_tail_records(pages: &mut DirtyPages<'_>, txnid: u64) -> Result<()> {
     pages.trim_free_tail();
     if !txnid.is_multiple_of(TAIL_LOOKUP_EVERY) {
         return Ok(());
     }
-    let Some((free_db, from, mut limit)) = pages.reclaim.untaken() else {
+    let Some((free_db, from, limit)) = pages.reclaim.untaken() else {
         return Ok(());
     };
-    for _ in 0..MAX_TAIL_RECORDS {
-        let last = pages.next_pgno - 1;
-        let Some((key, list)) = newest_record_ending_at(&*pages, &free_db, from, limit, last)?
-        else {
-            break;
+    let window = (pages.next_pgno / 64).max(16);
+    let near_end = pages.next_pgno.saturating_sub(window);
+    let mut keys = Vec::new();
+    records_near_end(
+        &*pages,
+        &free_db,
+        (from, limit),
+        near_end,
+        TAIL_LOOKUP_EVERY as usize,
+        &mut keys,
+    )?;
+    for key in keys {
+        let Some((found, list)) = next_reclaimable(&*pages, &free_db, key, key + 1)? else {
+            return Err(Error::corrupted(free_db.root, "free-DB record vanished"));
         };
+        debug_assert_eq!(found, key);
         pages.take_record(key, list, false)?;
-        pages.trim_free_tail();
-        limit = key;
     }
+    pages.trim_free_tail();
     Ok(())
 }
 

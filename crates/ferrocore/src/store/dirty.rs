@@ -262,11 +262,9 @@ impl<'e> DirtyPages<'e> {
         if in_order {
             self.reclaim.consumed(key);
         } else {
-            debug_assert!(
-                key >= self.reclaim.free_keys_end(),
-                "record {key} taken twice"
-            );
+            debug_assert!(key >= self.reclaim.next_key, "record {key} taken twice");
             self.reclaim.consumed.push(key);
+            self.reclaim.out_of_order = true;
             self.reclaim.exhausted();
         }
         self.add_to_pool(pages);

@@ -29,6 +29,8 @@ pub struct Reclaim {
     /// Keys consumed so far, to delete at commit.
     pub consumed: Vec<u64>,
     pub(super) active: bool,
+    /// A record was taken out of order.
+    pub(super) out_of_order: bool,
     pub(super) find: FindReclaimable,
 }
 
@@ -41,6 +43,7 @@ impl Reclaim {
             next_key: 0,
             consumed: Vec::new(),
             active: true,
+            out_of_order: false,
             find,
         }
     }
@@ -68,11 +71,16 @@ impl Reclaim {
             .then_some((self.free_db, self.next_key, self.limit))
     }
 
-    /// Every free-DB key below this is free: its record was taken, or there was none.
-    /// Records are taken oldest first (a record taken out of order, see
-    /// [`DirtyPages::take_record`], does not move it).
+    /// Every free-DB key below this is free: its record was taken, or there was none
+    /// (records are taken oldest first). 0 once a record was taken out of order (see
+    /// [`DirtyPages::take_record`]): the commit then writes the pages it took back under
+    /// its own txnid, in the newest record, where the next look for the end finds them.
     pub fn free_keys_end(&self) -> u64 {
-        self.next_key
+        if self.out_of_order {
+            0
+        } else {
+            self.next_key
+        }
     }
 
     /// No more records to take (or no more taking: commit has begun).

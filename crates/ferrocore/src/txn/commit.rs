@@ -12,8 +12,9 @@
 //! 5. [`CommitStep::FlushMeta`]: `fdatasync`, unless `NO_SYNC` or `NO_META_SYNC`.
 //!
 //! 6. Shrink (when the map grows on demand, see [`FileShrink`]): after a flushed meta, the
-//!    file is cut to the pages the two metas on disk count, if that frees an eighth of
-//!    it. Best effort: a failure leaves the file longer and fails nothing.
+//!    file is cut to the pages the two metas on disk count, if that frees more than a
+//!    quarter of it and 1 MiB. Best effort: a failure leaves the file longer and fails
+//!    nothing.
 //!
 //! Then the txn id is published and readers see the commit.
 //!
@@ -59,8 +60,8 @@ pub(crate) enum FileShrink {
     /// Gives back the free tail it took, but leaves the file's length: a reader of an older
     /// snapshot is live.
     TrimOnly,
-    /// Gives back the free tail it took, and cuts the file when that frees at least an
-    /// eighth of it (and 16 pages), if the meta was flushed.
+    /// Gives back the free tail it took, and cuts the file when that frees more than a
+    /// quarter of it and 1 MiB, if the meta was flushed.
     OnCommit,
     /// [`Env::shrink_file`](crate::Env::shrink_file): the txn took every reclaimable
     /// record, and the commit writes and flushes a meta even with nothing changed or in a
@@ -332,8 +333,9 @@ pub(crate) fn grow_file(env: &EnvInner, next_pgno: u64) -> Result<()> {
 }
 
 /// Step 6: cuts the file to `end` pages (what both metas on disk count) if it is longer:
-/// `exact`, whenever it is; otherwise only when that frees an eighth of the file and 16
-/// pages, so that a file growing and shrinking around one size is not cut each commit.
+/// `exact`, whenever it is; otherwise only when that frees more than a quarter of the file
+/// and more than 1 MiB, so that a file growing and shrinking around one size is not cut
+/// each commit.
 /// Best effort: on failure the file keeps its length (and its length is read again).
 fn shrink_file(env: &EnvInner, end: u64, exact: bool) {
     let ps = env.page_size as u64;
@@ -345,8 +347,10 @@ fn shrink_file(env: &EnvInner, end: u64, exact: bool) {
             Err(_) => return,
         },
     };
-    let slack = if exact { 1 } else { (len / 8).max(16 * ps) };
-    if len < target + slack {
+    // More than a WRITE_MAP txn grows the file by at once (`MappedWrites::cover`), so a
+    // txn's growth is never cut back by its own commit.
+    let slack = if exact { 0 } else { (len / 4).max(1 << 20) };
+    if len <= target + slack {
         env.file_len.store(len, Ordering::Release);
         return;
     }
