@@ -46,7 +46,8 @@ pub trait DataFile: Send + Sync {
     /// read it back.
     fn sync_data(&self) -> io::Result<()>;
 
-    /// Sets the file's length (the commit only ever grows it).
+    /// Sets the file's length (a commit grows it, and cuts its free end, see
+    /// `FileShrink`).
     fn set_len(&self, len: u64) -> io::Result<()>;
 
     /// The file's length.
