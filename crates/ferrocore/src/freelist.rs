@@ -38,11 +38,7 @@ pub fn next_reclaimable(
     {
         return Ok(None);
     }
-    let (key, value) = pos.current(src)?;
-    let key: [u8; 8] = key
-        .try_into()
-        .map_err(|_| Error::corrupted(pos.path.leaf(), "free-DB key is not 8 bytes"))?;
-    let key = u64::from_le_bytes(key);
+    let (key, value) = record_at(&pos, src)?;
     if key >= limit {
         return Ok(None);
     }
@@ -50,51 +46,55 @@ pub fn next_reclaimable(
     Ok(Some((key, pages)))
 }
 
-/// The newest `count` free-DB records with keys in `from..limit` whose highest page (the
-/// first of the IDL, which lists pages in descending order) is `near_end` or above, newest
-/// first: their keys. One descent, then a step back per record; only two words of each
-/// record are read.
+/// The free-DB record at `pos`: its txnid key and its IDL value.
+fn record_at<'s>(pos: &Position, src: &'s dyn PageSource) -> Result<(u64, &'s [u8])> {
+    let (key, value) = pos.current(src)?;
+    let key: [u8; 8] = key
+        .try_into()
+        .map_err(|_| Error::corrupted(pos.path.leaf(), "free-DB key is not 8 bytes"))?;
+    Ok((u64::from_le_bytes(key), value))
+}
+
+/// Of the newest `count` free-DB records with keys in `from..limit`, those whose highest
+/// page (the first of the IDL, which lists pages in descending order) is `near_end` or
+/// above, newest first: their keys and pages. One descent, then a step back per record;
+/// a record is decoded only if it qualifies.
 fn records_near_end(
     src: &dyn PageSource,
     free_db: &DbRecord,
     (from, limit): (u64, u64),
     near_end: u64,
     count: usize,
-    out: &mut Vec<u64>,
-) -> Result<()> {
-    out.clear();
+) -> Result<Vec<(u64, Vec<u64>)>> {
+    let mut found = Vec::new();
     if from >= limit {
-        return Ok(());
+        return Ok(found);
     }
     let mut pos = Position::default();
-    let found = pos.seek(src, free_db, KeyCmp::Integer, &limit.to_le_bytes())?;
+    let past = pos.seek(src, free_db, KeyCmp::Integer, &limit.to_le_bytes())?;
     // The record before the first one at or past `limit` (the last one if there is none).
-    if !pos.prev(src, free_db)? && found.is_some() {
-        return Ok(());
+    if !pos.prev(src, free_db)? && past.is_some() {
+        return Ok(found);
     }
     for _ in 0..count {
-        let Ok((key, value)) = pos.current(src) else {
-            return Ok(()); // an empty free DB
+        let Ok((key, value)) = record_at(&pos, src) else {
+            break; // an empty free DB
         };
-        let key: [u8; 8] = key
-            .try_into()
-            .map_err(|_| Error::corrupted(pos.path.leaf(), "free-DB key is not 8 bytes"))?;
-        let key = u64::from_le_bytes(key);
         if key < from || key >= limit {
-            return Ok(());
+            break;
         }
         let top = value
             .get(..16)
             .filter(|head| head[..8] != [0; 8])
             .map(|head| u64::from_le_bytes(head[8..].try_into().unwrap()));
         if top.is_some_and(|top| top >= near_end) {
-            out.push(key);
+            found.push((key, decode_idl(value, pos.path.leaf())?));
         }
         if !pos.prev(src, free_db)? {
-            return Ok(());
+            break;
         }
     }
-    Ok(())
+    Ok(found)
 }
 
 /// How often (in txn ids) a commit looks for the records that list pages near the end,
@@ -124,20 +124,14 @@ pub fn take_tail_records(pages: &mut DirtyPages<'_>, txnid: u64) -> Result<()> {
     };
     let window = (pages.next_pgno / 64).max(16);
     let near_end = pages.next_pgno.saturating_sub(window);
-    let mut keys = Vec::new();
-    records_near_end(
+    let near = records_near_end(
         &*pages,
         &free_db,
         (from, limit),
         near_end,
         TAIL_LOOKUP_EVERY as usize,
-        &mut keys,
     )?;
-    for key in keys {
-        let Some((found, list)) = next_reclaimable(&*pages, &free_db, key, key + 1)? else {
-            return Err(Error::corrupted(free_db.root, "free-DB record vanished"));
-        };
-        debug_assert_eq!(found, key);
+    for (key, list) in near {
         pages.take_record(key, list, false)?;
     }
     pages.trim_free_tail();

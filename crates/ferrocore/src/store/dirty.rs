@@ -262,10 +262,7 @@ impl<'e> DirtyPages<'e> {
         if in_order {
             self.reclaim.consumed(key);
         } else {
-            debug_assert!(key >= self.reclaim.next_key, "record {key} taken twice");
-            self.reclaim.consumed.push(key);
-            self.reclaim.out_of_order = true;
-            self.reclaim.exhausted();
+            self.reclaim.consumed_out_of_order(key);
         }
         self.add_to_pool(pages);
         Ok(())

@@ -12,8 +12,8 @@
 //! spare buffers), `mapped` (`WRITE_MAP`: the file grown before a page is written through
 //! the map), `reclaim` (the refill hook through which the free list hands back pages),
 //! `nested` (what a nested txn's abort undoes), `early` (pages a bulk load writes before
-//! commit), `tail` (free pages at the end of the file given back), and, for unit tests of the tree, `memory`
-//! (pages in a vector).
+//! commit), `tail` (free pages at the end of the file given back), and, for unit tests
+//! of the tree, `memory` (pages in a vector).
 
 mod dirty;
 mod early;

@@ -64,6 +64,15 @@ impl Reclaim {
         self.next_key = key + 1;
     }
 
+    /// Records that `key`, newer than the oldest record not yet taken, was taken; no more
+    /// records are taken in order (the next one could be this one).
+    pub fn consumed_out_of_order(&mut self, key: u64) {
+        debug_assert!(key >= self.next_key, "record {key} taken twice");
+        self.consumed.push(key);
+        self.out_of_order = true;
+        self.active = false;
+    }
+
     /// The free DB it reclaims from and the keys of records not yet taken (`from..limit`),
     /// while reclaiming is active.
     pub fn untaken(&self) -> Option<(DbRecord, u64, u64)> {

@@ -10,11 +10,10 @@
 //! 3. [`CommitStep::FlushData`]: `fdatasync`, unless `NO_SYNC`.
 //! 4. [`CommitStep::WriteMeta`]: meta page `txnid & 1`, the older of the two.
 //! 5. [`CommitStep::FlushMeta`]: `fdatasync`, unless `NO_SYNC` or `NO_META_SYNC`.
-//!
-//! 6. Shrink (when the map grows on demand, see [`FileShrink`]): after a flushed meta, the
-//!    file is cut to the pages the two metas on disk count, if that frees more than a
-//!    quarter of it and 1 MiB. Best effort: a failure leaves the file longer and fails
-//!    nothing.
+//! 6. Cut the file's end (when the map grows on demand, see [`FileShrink`]): after a
+//!    flushed meta, the file is cut to the pages the two metas on disk count, if that
+//!    frees more than a quarter of it and 1 MiB. Best effort: a failure leaves the file
+//!    longer and fails nothing.
 //!
 //! Then the txn id is published and readers see the commit.
 //!
@@ -130,12 +129,12 @@ impl WriteTxn<'_> {
             "allocation passed the map: page {next_pgno} of {}",
             self.pages.max_pgno
         );
-        grow_file(env, next_pgno)?;
         if let Some(pages) = self.pages.mapped_file_pages() {
             // Under WRITE_MAP the txn grew the file as it wrote: that length is the file's.
             env.file_len
                 .store(pages * env.page_size as u64, Ordering::Release);
         }
+        grow_file(env, next_pgno)?;
         assert!(
             env.file_len.load(Ordering::Acquire) >= next_pgno * env.page_size as u64,
             "the meta would count pages past the end of the file"
@@ -172,8 +171,8 @@ impl WriteTxn<'_> {
             // Both metas on disk are durable now (the flush covered the base's too).
             let metas_end = next_pgno.max(self.base.last_pgno + 1);
             match self.shrink {
-                FileShrink::OnCommit => shrink_file(env, metas_end, false),
-                FileShrink::Now => shrink_file(env, metas_end, true),
+                FileShrink::OnCommit => cut_file_end(env, metas_end, false),
+                FileShrink::Now => cut_file_end(env, metas_end, true),
                 FileShrink::Off | FileShrink::TrimOnly => {}
             }
         }
@@ -337,7 +336,7 @@ pub(crate) fn grow_file(env: &EnvInner, next_pgno: u64) -> Result<()> {
 /// and more than 1 MiB, so that a file growing and shrinking around one size is not cut
 /// each commit.
 /// Best effort: on failure the file keeps its length (and its length is read again).
-fn shrink_file(env: &EnvInner, end: u64, exact: bool) {
+fn cut_file_end(env: &EnvInner, end: u64, exact: bool) {
     let ps = env.page_size as u64;
     let target = end * ps;
     let len = match env.file_len.load(Ordering::Acquire) {
