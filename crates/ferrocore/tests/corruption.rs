@@ -527,3 +527,86 @@ fn write_main(env: &Env, errors: &mut Errors) -> ferrocore::Result<()> {
     }
     Ok(())
 }
+
+/// The page of the main tree whose leaf holds `key`: a descent done by hand on the file.
+fn leaf_of(dir: &Path, root: u64, key: &[u8]) -> u64 {
+    let mut pgno = root;
+    loop {
+        let page = peek(dir, pgno * PS, PS as usize);
+        let u16_at = |o: usize| u16::from_le_bytes([page[o], page[o + 1]]) as usize;
+        if page[10] & 0x02 != 0 {
+            return pgno; // LEAF
+        }
+        assert!(
+            page[10] & 0x01 != 0,
+            "page {pgno} is neither branch nor leaf"
+        );
+        let n = (u16_at(12) - 16) / 2;
+        // The last node whose key is <= `key` (node 0's key is empty: below all).
+        let mut child = 0;
+        for i in 0..n {
+            let off = u16_at(16 + 2 * i);
+            let ksize = u16_at(off + 6);
+            if i > 0 && &page[off + 8..off + 8 + ksize] > key {
+                break;
+            }
+            child = u16_at(off) as u64 | (u16_at(off + 2) as u64) << 16;
+        }
+        pgno = child;
+    }
+}
+
+/// A writer skips the full check of pages its own handle checked or wrote (see
+/// `store/checked.rs`), but only while nobody else committed: after another handle's
+/// commit, a page it checked before is checked again when taken over. The damage stands in
+/// for what the other writer might have written there; a damaged node the put never
+/// reads (a data size running past the page) is caught by the full check alone.
+#[test]
+fn pages_are_checked_again_after_another_handle_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    let env = open(dir.path()).unwrap();
+    let other = open(dir.path()).unwrap();
+    // This handle rewrites key 0: it checks, then writes, the leaf that holds it.
+    let mut txn = env.begin_write().unwrap();
+    txn.put(MAIN, &key(0), &[7; 60], 0).unwrap();
+    txn.commit().unwrap();
+    let root = env.begin_read().unwrap().meta().main_db.root;
+    let leaf = leaf_of(dir.path(), root, &key(0));
+    // The other handle commits a change to a key in another leaf.
+    let far = (1..4000)
+        .find(|&i| leaf_of(dir.path(), root, &key(i)) != leaf)
+        .unwrap();
+    let mut txn = other.begin_write().unwrap();
+    txn.put(MAIN, &key(far), &[8; 60], 0).unwrap();
+    txn.commit().unwrap();
+    let root = env.begin_read().unwrap().meta().main_db.root;
+    assert_eq!(
+        leaf_of(dir.path(), root, &key(0)),
+        leaf,
+        "key 0's leaf was rewritten"
+    );
+    // Damage a node of that leaf other than key 0's, one with its data inline: its data
+    // size runs past the page.
+    let page = peek(dir.path(), leaf * PS, PS as usize);
+    let n = (u16::from_le_bytes([page[12], page[13]]) as usize - 16) / 2;
+    let victim = (0..n)
+        .map(|i| u16::from_le_bytes([page[16 + 2 * i], page[17 + 2 * i]]) as u64)
+        .find(|&off| {
+            let off = off as usize;
+            let flags = u16::from_le_bytes([page[off + 4], page[off + 5]]);
+            let ksize = u16::from_le_bytes([page[off + 6], page[off + 7]]) as usize;
+            flags == 0 && page[off + 8..off + 8 + ksize] != key(0)[..]
+        })
+        .unwrap();
+    poke(dir.path(), leaf * PS + victim, &[0xFF, 0xFF, 0x00, 0x00]);
+    // This handle takes the leaf over again: the full check runs, and finds it.
+    let mut txn = env.begin_write().unwrap();
+    let err = txn
+        .put(MAIN, &key(0), &[9; 60], 0)
+        .expect_err("a page changed by another commit was taken over unchecked");
+    assert!(
+        matches!(err, Error::Corrupted { pgno, .. } if pgno == leaf),
+        "{err}"
+    );
+}

@@ -2,6 +2,7 @@
 //! and past the end, and the spare buffers kept from one txn to the next.
 
 use crate::error::{Error, Result};
+use crate::format::meta::Meta;
 use crate::io::Map;
 
 use super::*;
@@ -24,13 +25,17 @@ impl PageBuf {
 }
 
 /// What a write txn leaves to the next one so that it allocates less: page buffers and
-/// the dirty-page map's table (emptied).
+/// the dirty-page map's table (emptied); and so that it checks less: the pages known to
+/// be well formed.
 #[derive(Default)]
 pub struct SpareBuffers {
     /// Single pages (up to 128 MiB of them), then a few runs of up to 16 pages.
     pub(super) pages: Vec<Box<[u8]>>,
     /// An empty dirty-page map with the capacity the last txn needed.
     pub(super) dirty: PgnoMap<PageBuf>,
+    /// Pages whose bytes were checked or written by this handle (see [`CheckedPages`]);
+    /// the next write txn calls [`CheckedPages::begin`] with its base before use.
+    pub checked: CheckedPages,
 }
 
 /// Free pages known to the write transaction, and where they came from.
@@ -71,6 +76,8 @@ pub struct DirtyPages<'e> {
     pub(super) nested: Vec<NestLevel>,
     /// Pages written before commit (a bulk load's finished pages).
     pub(super) early: EarlyWrites<'e>,
+    /// Pages of the base snapshot known to be well formed: `touch` skips their full check.
+    pub(super) checked: CheckedPages,
 }
 
 impl<'e> DirtyPages<'e> {
@@ -92,6 +99,7 @@ impl<'e> DirtyPages<'e> {
         let SpareBuffers {
             pages: mut spare,
             dirty,
+            checked,
         } = spare;
         debug_assert!(dirty.is_empty());
         // `take_spare` put the runs last.
@@ -113,6 +121,7 @@ impl<'e> DirtyPages<'e> {
             reclaim,
             nested: Vec::new(),
             early: EarlyWrites::default(),
+            checked,
         }
     }
 
@@ -147,6 +156,24 @@ impl<'e> DirtyPages<'e> {
         }
     }
 
+    /// After the commit of `meta` (written and, as its mode asks, flushed): the pages this
+    /// txn wrote were built by the engine, so they are known well formed in the snapshot
+    /// it made, which the checked set now describes.
+    pub fn note_committed(&mut self, meta: &Meta) {
+        let page_size = self.page_size;
+        for (&pgno, buf) in &self.dirty {
+            if buf.len() == page_size {
+                self.checked.insert(pgno);
+            }
+        }
+        self.checked.committed(meta);
+    }
+
+    /// After a failed commit: what the file holds is not known, so nothing is trusted.
+    pub fn forget_checked(&mut self) {
+        self.checked.forget();
+    }
+
     /// Drops every dirty page, returning buffers for the next transaction: single pages
     /// (as many as this txn dirtied, up to 128 MiB of them), then a few runs of up to 16
     /// pages. A large txn thus hands its buffers to the next one instead of each allocating
@@ -171,6 +198,7 @@ impl<'e> DirtyPages<'e> {
         SpareBuffers {
             pages,
             dirty: std::mem::take(&mut self.dirty),
+            checked: std::mem::take(&mut self.checked),
         }
     }
 
@@ -378,9 +406,13 @@ impl PageStore for DirtyPages<'_> {
         }
         // A page of the base snapshot, or one this txn wrote early.
         let src = map_pages(self.map, self.page_size, self.readable_end(), pgno, 1)?;
-        // Edits in place trust node offsets: check the whole page before taking it over.
+        // Edits in place trust node offsets: check the whole page before taking it over,
+        // unless its bytes were checked or written by this handle since (`CheckedPages`).
         let view = crate::format::page::PageView::parse(src, pgno)?;
-        view.validate_all()?;
+        if !self.checked.contains(pgno) {
+            view.validate_all()?;
+            self.checked.insert(pgno);
+        }
         let (lower, upper) = view.bounds();
         let new = self.alloc(1)?;
         let buf = self.dirty_mut(new);

@@ -12,9 +12,11 @@
 //! spare buffers), `mapped` (`WRITE_MAP`: the file grown before a page is written through
 //! the map), `reclaim` (the refill hook through which the free list hands back pages),
 //! `nested` (what a nested txn's abort undoes), `early` (pages a bulk load writes before
-//! commit), `tail` (free pages at the end of the file given back), and, for unit tests
+//! commit), `tail` (free pages at the end of the file given back), `checked` (pages known
+//! to be well formed, so taking one over needs no full check), and, for unit tests
 //! of the tree, `memory` (pages in a vector).
 
+mod checked;
 mod dirty;
 mod early;
 mod mapped;
@@ -25,6 +27,7 @@ mod reclaim;
 mod snapshot;
 mod tail;
 
+pub use checked::CheckedPages;
 pub use dirty::{DirtyPages, FreePages, SpareBuffers};
 pub use mapped::MappedWrites;
 pub use reclaim::Reclaim;

@@ -84,6 +84,7 @@ impl WriteTxn<'_> {
         let r = self.commit_inner();
         if r.is_err() {
             self.failed = true;
+            self.pages.forget_checked();
         } else if self.env.strict {
             check_committed(self.env, self.txnid);
         }
@@ -167,6 +168,7 @@ impl WriteTxn<'_> {
             "another commit was published while this write txn held the writer lock"
         );
         let meta_flushed = write_and_flush_meta(env, &meta, force_sync)?;
+        self.pages.note_committed(&meta);
         if meta_flushed {
             // Both metas on disk are durable now (the flush covered the base's too).
             let metas_end = next_pgno.max(self.base.last_pgno + 1);

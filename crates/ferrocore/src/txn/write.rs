@@ -109,12 +109,13 @@ impl<'env> WriteTxn<'env> {
         } else {
             FileShrink::OnCommit
         };
-        let spare = std::mem::take(
+        let mut spare = std::mem::take(
             &mut *env
                 .spare_pages
                 .lock()
                 .map_err(|_| Error::Panic("spare pages lock"))?,
         );
+        spare.checked.begin(&base);
         // Under WRITE_MAP the txn's pages are built in the map, within the file.
         let mapped = match super::commit::mapped_writes(env) {
             Ok(mapped) => mapped,
