@@ -303,6 +303,9 @@ pub(crate) fn write_data(env: &EnvInner, dirty: &[(u64, &[u8])], in_map: bool) -
         let written = if in_map {
             env.data
                 .wrote_through_map(offset, ((end - start) as usize) * ps)
+        } else if j == i + 1 && dirty[i].1.len() <= crate::io::MAX_WRITE_BYTES {
+            // A run of one buffer (most runs of a small commit): one plain write.
+            env.data.write_at(offset, dirty[i].1)
         } else {
             env.data
                 .write_vectored_at(offset, &mut dirty[i..j].iter().map(|&(_, b)| b))
