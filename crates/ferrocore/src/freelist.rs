@@ -13,21 +13,22 @@
 use crate::btree::Position;
 use crate::btree::TreeMut;
 use crate::error::{Error, Result};
-use crate::format::idl::{decode_idl, encode_idl_into};
+use crate::format::idl::{decode_idl, decode_idl_into, encode_idl_into};
 use crate::format::meta::DbRecord;
 use crate::format::page::overflow_pages;
 use crate::order::KeyCmp;
 use crate::store::{DirtyPages, PageSource};
 
-/// Finds the first free-DB record with a key in `from..limit`: returns its key and pages.
-/// The [`FindReclaimable`](crate::store::FindReclaimable) a write txn's store refills its
-/// free pages with.
+/// Finds the first free-DB record with a key in `from..limit`: returns its key, its pages
+/// in `pages`. The [`FindReclaimable`](crate::store::FindReclaimable) a write txn's store
+/// refills its free pages with.
 pub fn next_reclaimable(
     src: &dyn PageSource,
     free_db: &DbRecord,
     from: u64,
     limit: u64,
-) -> Result<Option<(u64, Vec<u64>)>> {
+    pages: &mut Vec<u64>,
+) -> Result<Option<u64>> {
     if from >= limit {
         return Ok(None);
     }
@@ -42,8 +43,8 @@ pub fn next_reclaimable(
     if key >= limit {
         return Ok(None);
     }
-    let pages = decode_idl(value, pos.path.leaf())?;
-    Ok(Some((key, pages)))
+    decode_idl_into(value, pos.path.leaf(), pages)?;
+    Ok(Some(key))
 }
 
 /// The free-DB record at `pos`: its txnid key and its IDL value.
@@ -132,7 +133,7 @@ pub fn take_tail_records(pages: &mut DirtyPages<'_>, txnid: u64) -> Result<()> {
         TAIL_LOOKUP_EVERY as usize,
     )?;
     for (key, list) in near {
-        pages.take_record(key, list, false)?;
+        pages.take_record(key, &list, false)?;
     }
     pages.trim_free_tail();
     Ok(())

@@ -6,6 +6,13 @@ use crate::format::page::read_u64;
 
 /// Decodes an IDL value: count, then that many page numbers.
 pub fn decode_idl(value: &[u8], pgno_for_errors: u64) -> Result<Vec<u64>> {
+    let mut pages = Vec::new();
+    decode_idl_into(value, pgno_for_errors, &mut pages)?;
+    Ok(pages)
+}
+
+/// [`decode_idl`] into `pages` (its old content replaced), reusing its allocation.
+pub fn decode_idl_into(value: &[u8], pgno_for_errors: u64, pages: &mut Vec<u64>) -> Result<()> {
     if value.len() < 8 {
         return Err(Error::corrupted(
             pgno_for_errors,
@@ -19,10 +26,12 @@ pub fn decode_idl(value: &[u8], pgno_for_errors: u64) -> Result<Vec<u64>> {
             "free-list record count exceeds its length",
         ));
     }
-    let pages: Vec<u64> = value[8..8 + 8 * count]
-        .chunks_exact(8)
-        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
-        .collect();
+    pages.clear();
+    pages.extend(
+        value[8..8 + 8 * count]
+            .chunks_exact(8)
+            .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))),
+    );
     // LMDB's IDLs are sorted descending without repeats, and never list a meta page: a
     // page listed twice would be handed out twice.
     if pages.windows(2).any(|w| w[0] <= w[1]) || pages.last().is_some_and(|&p| p < 2) {
@@ -31,7 +40,7 @@ pub fn decode_idl(value: &[u8], pgno_for_errors: u64) -> Result<Vec<u64>> {
             "free-list record not strictly descending, or listing a meta page",
         ));
     }
-    Ok(pages)
+    Ok(())
 }
 
 /// Encodes an IDL (pages must already be sorted descending), padded to `len` bytes,

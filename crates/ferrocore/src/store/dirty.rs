@@ -29,13 +29,28 @@ impl PageBuf {
 /// be well formed.
 #[derive(Default)]
 pub struct SpareBuffers {
-    /// Single pages (up to 128 MiB of them), then a few runs of up to 16 pages.
+    /// Single pages (up to 128 MiB of them).
     pub(super) pages: Vec<Box<[u8]>>,
     /// An empty dirty-page map with the capacity the last txn needed.
     pub(super) dirty: PgnoMap<PageBuf>,
     /// Pages whose bytes were checked or written by this handle (see [`CheckedPages`]);
     /// the next write txn calls [`CheckedPages::begin`] with its base before use.
     pub checked: CheckedPages,
+    /// The free-page lists, emptied, with the capacity the last txn needed.
+    pub(super) free: FreePages,
+    /// Multi-page buffers (up to 8 runs of up to 16 pages).
+    pub(super) runs: Vec<Box<[u8]>>,
+    /// Buffers for taking free-DB records into the pool.
+    pub(super) pool_scratch: PoolScratch,
+}
+
+/// The buffers a txn takes free-DB records into its pool with, kept from txn to txn.
+#[derive(Default)]
+pub(super) struct PoolScratch {
+    /// The pages of the record being taken.
+    record: Vec<u64>,
+    /// The pool merged with them, swapped in as the pool.
+    merged: Vec<u64>,
 }
 
 /// Free pages known to the write transaction, and where they came from.
@@ -48,6 +63,20 @@ pub struct FreePages {
     /// Pages taken from free-DB records no reader can see: reusable now. Sorted
     /// descending, so `pop` yields the lowest page.
     pub pool: Vec<u64>,
+}
+
+impl FreePages {
+    /// Empties the lists, keeping their capacity for the next txn (but not that of a huge
+    /// one).
+    fn clear(&mut self) {
+        const KEEP: usize = 1 << 16;
+        for list in [&mut self.loose, &mut self.freed, &mut self.pool] {
+            list.clear();
+            if list.capacity() > KEEP {
+                *list = Vec::new();
+            }
+        }
+    }
 }
 
 /// The write transaction's pages: dirty copies in memory over the map of the base snapshot.
@@ -78,6 +107,8 @@ pub struct DirtyPages<'e> {
     pub(super) early: EarlyWrites<'e>,
     /// Pages of the base snapshot known to be well formed: `touch` skips their full check.
     pub(super) checked: CheckedPages,
+    /// Buffers for taking free-DB records into the pool.
+    pool_scratch: PoolScratch,
 }
 
 impl<'e> DirtyPages<'e> {
@@ -97,16 +128,15 @@ impl<'e> DirtyPages<'e> {
             "WRITE_MAP needs a writable map"
         );
         let SpareBuffers {
-            pages: mut spare,
+            pages: spare,
             dirty,
             checked,
+            free,
+            runs: spare_runs,
+            pool_scratch,
         } = spare;
         debug_assert!(dirty.is_empty());
-        // `take_spare` put the runs last.
-        let mut spare_runs = Vec::new();
-        while spare.last().is_some_and(|b| b.len() != page_size) {
-            spare_runs.extend(spare.pop());
-        }
+        debug_assert!(free.loose.is_empty() && free.freed.is_empty() && free.pool.is_empty());
         DirtyPages {
             map,
             page_size,
@@ -117,11 +147,12 @@ impl<'e> DirtyPages<'e> {
             mapped,
             spare,
             spare_runs,
-            free: FreePages::default(),
+            free,
             reclaim,
             nested: Vec::new(),
             early: EarlyWrites::default(),
             checked,
+            pool_scratch,
         }
     }
 
@@ -193,12 +224,15 @@ impl<'e> DirtyPages<'e> {
                 self.spare_runs.push(b);
             }
         }
-        let mut pages = std::mem::take(&mut self.spare);
-        pages.append(&mut self.spare_runs);
+        let mut free = std::mem::take(&mut self.free);
+        free.clear();
         SpareBuffers {
-            pages,
+            pages: std::mem::take(&mut self.spare),
             dirty: std::mem::take(&mut self.dirty),
             checked: std::mem::take(&mut self.checked),
+            free,
+            runs: std::mem::take(&mut self.spare_runs),
+            pool_scratch: std::mem::take(&mut self.pool_scratch),
         }
     }
 
@@ -249,17 +283,17 @@ impl<'e> DirtyPages<'e> {
 
     /// Adds the pages of a free-DB record to the pool, keeping it in descending order (a
     /// record LMDB wrote is in that order already: a merge, not a sort).
-    pub(super) fn add_to_pool(&mut self, mut pages: Vec<u64>) {
-        if !pages.windows(2).all(|w| w[0] > w[1]) {
-            pages.sort_unstable_by(|a, b| b.cmp(a));
-        }
+    pub(super) fn add_to_pool(&mut self, pages: &[u64]) {
+        // Decoding checked it (`decode_idl_into`): a record lists its pages descending.
+        debug_assert!(pages.windows(2).all(|w| w[0] > w[1]), "record out of order");
         if self.free.pool.is_empty() {
-            self.free.pool = pages;
+            self.free.pool.extend_from_slice(pages);
             return;
         }
-        let pool = std::mem::take(&mut self.free.pool);
-        self.free.pool.reserve(pool.len() + pages.len());
-        merge_descending(&pool, &pages, &mut self.free.pool);
+        let merged = &mut self.pool_scratch.merged;
+        merged.clear();
+        merge_descending(&self.free.pool, pages, merged);
+        std::mem::swap(&mut self.free.pool, merged);
     }
 
     /// Takes the next free-DB record no reader can see into the pool: false once there is
@@ -268,19 +302,25 @@ impl<'e> DirtyPages<'e> {
         if !self.reclaim.is_active() {
             return Ok(false);
         }
-        let Some((key, pages)) = self.reclaim.next_record(&*self)? else {
-            self.reclaim.exhausted();
-            return Ok(false);
+        let mut pages = std::mem::take(&mut self.pool_scratch.record);
+        let found = self.reclaim.next_record(&*self, &mut pages);
+        let taken = match found {
+            Ok(Some(key)) => self.take_record(key, &pages, true).map(|()| true),
+            Ok(None) => {
+                self.reclaim.exhausted();
+                Ok(false)
+            }
+            Err(e) => Err(e),
         };
-        self.take_record(key, pages, true)?;
-        Ok(true)
+        self.pool_scratch.record = pages;
+        taken
     }
 
     /// Takes free-DB record `key` (whose `pages` no reader and no durable meta reaches) into
     /// the pool, to be deleted at commit. `in_order`: the oldest record not yet taken;
     /// otherwise a newer one, taken out of order (and reclaiming ends: the next record in
     /// order could be this one).
-    pub fn take_record(&mut self, key: u64, pages: Vec<u64>, in_order: bool) -> Result<()> {
+    pub fn take_record(&mut self, key: u64, pages: &[u64], in_order: bool) -> Result<()> {
         if let Some(&bad) = pages.iter().find(|&&p| p < 2 || p >= self.snapshot_end) {
             return Err(Error::corrupted(
                 bad,

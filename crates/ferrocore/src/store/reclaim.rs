@@ -6,15 +6,16 @@ use crate::format::meta::DbRecord;
 
 use super::*;
 
-/// Finds the first free-DB record with a key in `from..limit` and returns its key and
-/// pages. The free list's format is not the store's business: the write txn plugs in
-/// `freelist::next_reclaimable`.
+/// Finds the first free-DB record with a key in `from..limit`: returns its key, its
+/// pages in `pages` (old content replaced). The free list's format is not the store's
+/// business: the write txn plugs in `freelist::next_reclaimable`.
 pub type FindReclaimable = fn(
     src: &dyn PageSource,
     free_db: &DbRecord,
     from: u64,
     limit: u64,
-) -> Result<Option<(u64, Vec<u64>)>>;
+    pages: &mut Vec<u64>,
+) -> Result<Option<u64>>;
 
 /// Where a write txn's store looks for the next reclaimable free-DB record when its free
 /// pages run out (the refill hook of the page allocator).
@@ -53,9 +54,13 @@ impl Reclaim {
         self.active
     }
 
-    /// The next record not yet taken, if any: its key and pages.
-    pub(super) fn next_record(&self, src: &dyn PageSource) -> Result<Option<(u64, Vec<u64>)>> {
-        (self.find)(src, &self.free_db, self.next_key, self.limit)
+    /// The next record not yet taken, if any: its key, and its pages in `pages`.
+    pub(super) fn next_record(
+        &self,
+        src: &dyn PageSource,
+        pages: &mut Vec<u64>,
+    ) -> Result<Option<u64>> {
+        (self.find)(src, &self.free_db, self.next_key, self.limit, pages)
     }
 
     /// Records that `key` was taken.
