@@ -231,12 +231,17 @@ impl<S: PageStore> TreeMut<'_, S> {
                     return Ok(true);
                 }
                 self.free_overflow(stored)?;
-            } else if size == value.len()
-                && flags == mode.node_flags
+            } else if flags == mode.node_flags
                 && NODE_HEADER_SIZE + key.len() + value.len() <= node_max(self.page_size())
             {
-                edit::overwrite_inline_data(self.store.dirty_mut(leaf), idx, value);
-                return Ok(true);
+                // The value stays inline, in a node of the same kind: rewritten in place
+                // if the node keeps its size or is the lowest on the page (a DUPSORT
+                // sub-page taking one value after another).
+                let page = self.store.dirty_mut(leaf);
+                if size == value.len() || edit::resize_lowest_inline_data(page, idx, value.len()) {
+                    edit::overwrite_inline_data(page, idx, value);
+                    return Ok(true);
+                }
             }
             edit::delete_node(self.store.dirty_mut(leaf), idx);
         } else {

@@ -126,6 +126,7 @@ pub fn insert_node(page: &mut [u8], idx: usize, key: &[u8], value: NodeValue<'_>
 }
 
 /// Footprint of the node at slot `idx` (the engine wrote it, so it is well formed).
+#[inline(always)]
 fn node_footprint(page: &[u8], idx: usize) -> (usize, usize) {
     let off = read_u16(page, PAGE_HEADER_SIZE + 2 * idx) as usize;
     let flags = read_u16(page, 10);
@@ -197,6 +198,35 @@ pub fn delete_node(page: &mut [u8], idx: usize) {
     write_u16(page, 14, (upper + size) as u16);
 }
 
+/// Gives leaf node `idx`, whose data is inline, room for `len` bytes of data instead of
+/// what it holds, if it is the lowest node of the page (stored at `upper`): only its
+/// header and key move, by the difference; no other node and no other slot. The data's
+/// bytes are then undefined; the caller writes them ([`overwrite_inline_data`]). Returns
+/// false (changing nothing) if the node is not the lowest or the page lacks room; then a
+/// delete and an insert resize it, and leave it the lowest, so that a value that keeps
+/// growing (a DUPSORT sub-page taking one value after another) takes this path next time.
+pub fn resize_lowest_inline_data(page: &mut [u8], idx: usize, len: usize) -> bool {
+    debug_assert!(leaf2_size(page).is_none(), "a LEAF2 item has no data");
+    let (off, old) = node_footprint(page, idx);
+    debug_assert_eq!(read_u16(page, off + 4) & node_flags::BIGDATA, 0);
+    if off != read_u16(page, 14) as usize {
+        return false;
+    }
+    let ksize = read_u16(page, off + 6) as usize;
+    let new = even(NODE_HEADER_SIZE + ksize + len);
+    if new > old && new - old > free_space(page) {
+        return false;
+    }
+    // The node keeps its end; its start (the page's `upper`) moves.
+    let new_off = off + old - new;
+    page.copy_within(off..off + NODE_HEADER_SIZE + ksize, new_off);
+    write_u16(page, PAGE_HEADER_SIZE + 2 * idx, new_off as u16);
+    write_u16(page, 14, new_off as u16);
+    write_u16(page, new_off, len as u16);
+    write_u16(page, new_off + 2, (len >> 16) as u16);
+    true
+}
+
 /// Overwrites the inline data of leaf node `idx` in place; `data` must have the size of
 /// the data stored there now.
 pub fn overwrite_inline_data(page: &mut [u8], idx: usize, data: &[u8]) {
@@ -234,4 +264,86 @@ pub fn init_overflow(page: &mut [u8], pgno: u64, pages: u32) {
     write_u64(page, 0, pgno);
     write_u16(page, 10, page_flags::OVERFLOW);
     write_u32(page, 12, pages);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A leaf of 4 KiB with `n` nodes: key `k{i}`, data of `3 + i` bytes of `i`.
+    fn leaf(n: usize) -> Vec<u8> {
+        let mut page = vec![0u8; 4096];
+        init(&mut page, 7, page_flags::LEAF);
+        for i in 0..n {
+            let data = vec![i as u8; 3 + i];
+            let value = NodeValue::Inline {
+                flags: 0,
+                data: &data,
+            };
+            assert!(insert_node(
+                &mut page,
+                i,
+                format!("k{i:02}").as_bytes(),
+                value
+            ));
+        }
+        page
+    }
+
+    /// Every node's key and data, checked whole first.
+    fn items(page: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let view = PageView::parse(page, 7).unwrap();
+        view.validate_all().unwrap();
+        (0..view.num_keys())
+            .map(|i| {
+                let node = view.node(i).unwrap();
+                (node.key.to_vec(), node.data.to_vec())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn resizing_the_lowest_node_moves_only_it() {
+        // Node 5 of 9 is the lowest once deleted and inserted again.
+        for len in [40, 1, 200, 0, 8] {
+            let mut page = leaf(9);
+            let node5 = items(&page)[5].clone();
+            delete_node(&mut page, 5);
+            let value = NodeValue::Inline {
+                flags: 0,
+                data: &node5.1,
+            };
+            assert!(insert_node(&mut page, 5, &node5.0, value));
+            let mut want = items(&page);
+            let free = free_space(&page);
+            assert!(
+                !resize_lowest_inline_data(&mut page, 4, len),
+                "not the lowest"
+            );
+            assert!(resize_lowest_inline_data(&mut page, 5, len));
+            let data = vec![0xAB; len];
+            overwrite_inline_data(&mut page, 5, &data);
+            want[5].1 = data;
+            assert_eq!(items(&page), want, "node 5 to {len} bytes");
+            let grown =
+                even(NODE_HEADER_SIZE + 3 + len) as isize - even(NODE_HEADER_SIZE + 3 + 8) as isize;
+            assert_eq!(free_space(&page) as isize, free as isize - grown);
+        }
+    }
+
+    #[test]
+    fn resizing_past_the_free_space_changes_nothing() {
+        let mut page = leaf(9);
+        // Node 8, inserted last, is the lowest.
+        let before = page.clone();
+        let free = free_space(&page);
+        assert!(!resize_lowest_inline_data(&mut page, 8, 11 + free + 2));
+        assert_eq!(page, before);
+        // Exactly the free space is room enough.
+        let len = 11 + free;
+        assert!(resize_lowest_inline_data(&mut page, 8, len));
+        assert_eq!(free_space(&page), 0);
+        overwrite_inline_data(&mut page, 8, &vec![1; len]);
+        assert_eq!(items(&page)[8].1, vec![1; len]);
+    }
 }
