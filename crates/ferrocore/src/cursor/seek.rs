@@ -257,7 +257,7 @@ impl CursorCore {
         if !self.is_valid() || idx >= leaf.num_keys() {
             return Err(Error::NotFound);
         }
-        let node = leaf.node(idx)?;
+        let node = leaf.node_inlined(idx)?;
         let value = match &self.dup {
             Some(dup) => dup_value(src, dup, &node, leaf.pgno())?,
             None => btree::node_value(src, &node)?,

@@ -433,6 +433,13 @@ impl<'a> PageView<'a> {
     /// Node `i`, with every offset checked against the page.
     #[inline]
     pub fn node(&self, i: usize) -> Result<Node<'a>> {
+        self.node_inlined(i)
+    }
+
+    /// [`PageView::node`], always inlined: for the hot loops (a cursor's step), where the
+    /// call and the returned `Result` cost as much as the checks.
+    #[inline(always)]
+    pub fn node_inlined(&self, i: usize) -> Result<Node<'a>> {
         if self.fixed != 0 {
             return Ok(Node {
                 flags: 0,

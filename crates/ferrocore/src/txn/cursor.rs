@@ -165,7 +165,7 @@ impl<'t> Cursor<'t> {
         if idx >= leaf.num_keys() {
             return Ok(None);
         }
-        let node = leaf.node(idx)?;
+        let node = leaf.node_inlined(idx)?;
         let value = match &self.core.dup {
             None => self.src.value_for_txn(&node)?,
             Some(dup) => self.src.dup_value_for_txn(dup, &node, pgno)?,
@@ -189,6 +189,14 @@ impl<'t> Cursor<'t> {
     #[allow(clippy::should_implement_trait)]
     #[inline]
     pub fn next(&mut self) -> Result<Option<Item<'t>>> {
+        // A scan's common step: the next item of the leaf the cursor holds a view of (a DB
+        // without DUPSORT, no mark set; `next_on_same_leaf` checks).
+        if let Some(leaf) = self.leaf {
+            if leaf.pgno() == self.core.pos.path.leaf() && self.core.next_on_same_leaf() {
+                let node = leaf.node_inlined(self.core.pos.path.leaf_idx())?;
+                return Ok(Some((node.key, self.src.value_for_txn(&node)?)));
+            }
+        }
         let moved = self.core.next(&self.src)?;
         self.found(moved)
     }
