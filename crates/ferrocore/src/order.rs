@@ -71,14 +71,19 @@ macro_rules! with_order {
 
 /// Lexicographic byte order, the default.
 ///
-/// The first 8 bytes of both, read as big-endian integers, decide most comparisons of a
-/// search (keys that share no 8-byte prefix) in a few instructions, without a call to
-/// `memcmp`; equal prefixes (or a key shorter than 8 bytes) fall back to the slices'
-/// own order, which is the same order.
+/// The first 8 bytes of both (4 if one is shorter), read as big-endian integers, decide
+/// most comparisons of a search (keys that differ there) in a few instructions, without a
+/// call to `memcmp`; equal prefixes (or a key shorter than 4 bytes) fall back to the
+/// slices' own order, which is the same order.
 #[inline(always)]
 pub fn cmp_lexicographic(a: &[u8], b: &[u8]) -> Ordering {
     if let (Some(pa), Some(pb)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
         let (x, y) = (u64::from_be_bytes(*pa), u64::from_be_bytes(*pb));
+        if x != y {
+            return x.cmp(&y);
+        }
+    } else if let (Some(pa), Some(pb)) = (a.first_chunk::<4>(), b.first_chunk::<4>()) {
+        let (x, y) = (u32::from_be_bytes(*pa), u32::from_be_bytes(*pb));
         if x != y {
             return x.cmp(&y);
         }
