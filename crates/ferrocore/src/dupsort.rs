@@ -300,7 +300,7 @@ impl<S: PageStore> DupTree<'_, S> {
                 if NODE_HEADER_SIZE + key.len() + scratch.len() <= node_max(src.page_size()) {
                     Ok(PutPlan::SubPage)
                 } else {
-                    Ok(PutPlan::Values(pair.map(<[u8]>::to_vec).to_vec()))
+                    Ok(PutPlan::Regroup)
                 }
             }
             Dups::SubPage(sub) => {
@@ -325,11 +325,7 @@ impl<S: PageStore> DupTree<'_, S> {
                 if NODE_HEADER_SIZE + key.len() + bytes.len() + extra > node_limit {
                     // Too big for the node as it is: `store_values` packs the values
                     // tightly, or makes the set a sub-DB.
-                    let mut values = subpage_values(&sub)?;
-                    values.insert(lo, value);
-                    return Ok(PutPlan::Values(
-                        values.into_iter().map(<[u8]>::to_vec).collect(),
-                    ));
+                    return Ok(PutPlan::Regroup);
                 }
                 // One copy, with room for the new value, as LMDB grows a sub-page.
                 edit::with_room(bytes, extra, scratch);
@@ -343,6 +339,40 @@ impl<S: PageStore> DupTree<'_, S> {
             }
             Dups::SubDb(rec) => Ok(PutPlan::SubDb(rec)),
         }
+    }
+
+    /// Stores `key`'s set, found at slot `idx` of `leaf`, with `value` added, anew
+    /// ([`DupTree::store_values`]: a sub-page packed tightly, or a sub-DB). The values are
+    /// copied out of the leaf once, into one buffer, before the tree changes.
+    fn regroup(&mut self, key: &[u8], value: &[u8], leaf: u64, idx: usize) -> Result<()> {
+        let mut bytes = Vec::new();
+        let mut ends = Vec::new();
+        {
+            let page = btree::view(&*self.tree.store, leaf)?;
+            let node = page.node(idx)?;
+            let mut keep = |v: &[u8]| {
+                bytes.extend_from_slice(v);
+                ends.push(bytes.len());
+            };
+            match dups_of(&node, leaf)? {
+                Dups::Single(v) => keep(v),
+                Dups::SubPage(sub) => {
+                    for i in 0..sub.num_keys() {
+                        keep(sub.key(i)?);
+                    }
+                }
+                Dups::SubDb(_) => unreachable!("a sub-DB takes values in place"),
+            }
+        }
+        let mut values: Vec<&[u8]> = Vec::with_capacity(ends.len() + 1);
+        let mut start = 0;
+        for &end in &ends {
+            values.push(&bytes[start..end]);
+            start = end;
+        }
+        let at = values.partition_point(|v| self.dcmp.compare(v, value).is_lt());
+        values.insert(at, value);
+        self.store_values(key, &values)
     }
 
     /// Adds `value` to `key`'s set. `no_overwrite`: fail if the key exists at all;
@@ -405,10 +435,10 @@ impl<S: PageStore> DupTree<'_, S> {
                 };
                 self.tree.put(key, sub, mode)?;
             }
-            (PutPlan::Values(values), _) => {
-                let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
-                self.store_values(key, &refs)?;
+            (PutPlan::Regroup, Some((idx, true))) => {
+                self.regroup(key, value, path.leaf(), idx)?;
             }
+            (PutPlan::Regroup, _) => unreachable!("a set is regrouped only when its key is found"),
             (PutPlan::SubDb(mut rec), found) => {
                 let r = TreeMut {
                     store: &mut *self.tree.store,
@@ -591,9 +621,9 @@ enum PutPlan {
     /// The key's sub-page with the value inserted, built in the scratch buffer, ready to
     /// replace the node's data.
     SubPage,
-    /// The key's values with the new one, sorted, in a new form (a single value becoming a
-    /// set, or a sub-page outgrowing its node).
-    Values(Vec<Vec<u8>>),
+    /// The key's values and the new one, in a new form (a single value and the new one too
+    /// large for a sub-page, or a sub-page outgrowing its node): see `DupTree::regroup`.
+    Regroup,
     /// The key's sub-DB, to insert the value into.
     SubDb(DbRecord),
 }
