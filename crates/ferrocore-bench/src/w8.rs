@@ -2,8 +2,9 @@
 //! `valgrind --tool=callgrind`, W3's random puts (txns of 1,000, no sync), W4's random
 //! gets (one read txn), W5's scan (one read txn, every entry), W2's sorted APPEND puts
 //! (txns of 1,000), W7's indexed entries (a record plus 10 DUPSORT index values each,
-//! txns of 1,000) and W6's one-put commits without the sync (on N entries), with collection switched on only inside [`ferrobench_measure`], so key
-//! generation, opening and the untimed loads before the reads are not counted. It also
+//! txns of 1,000) and W6's one-put commits without the sync (on N entries), counting only
+//! what runs inside [`ferrobench_measure`] (a profile dump of its own), so key generation,
+//! opening and the untimed loads before the reads are not counted. It also
 //! counts the calls to malloc, calloc and realloc in the same window (LMDB's C code and
 //! Rust's allocator both end there). Instructions (Ir) / N is the figure: it does not move with
 //! machine noise. System calls (pwrite, fsync, mmap faults) run in the kernel and are not
@@ -84,7 +85,7 @@ pub struct W8CellArgs {
     dir: PathBuf,
 }
 
-/// Collection is on only while this runs (`--toggle-collect=ferrobench_measure`).
+/// What `w8` counts: everything that runs inside this call (its own profile dump).
 #[no_mangle]
 #[allow(clippy::no_mangle_with_rust_abi)] // only its symbol name matters, to callgrind; no C caller
 #[inline(never)]
@@ -237,11 +238,15 @@ pub fn run(args: &W8Args) {
             let data = dir.path().join("db");
             std::fs::create_dir(&data).unwrap();
             eprint!("W8 {:<10} {:?} under callgrind ...", engine.short(), op);
+            // The window is a dump of its own: `<out>.1` holds what ran before
+            // `ferrobench_measure`, `<out>.2` exactly what ran inside it. (Switching
+            // collection off outside it instead does not stop the call counts: a function
+            // called in the window would report the setup's calls to it as well.)
             let status = Command::new("valgrind")
                 .arg("--tool=callgrind")
                 .arg(format!("--callgrind-out-file={}", out.display()))
-                .arg("--collect-atstart=no")
-                .arg("--toggle-collect=ferrobench_measure")
+                .arg("--dump-before=ferrobench_measure")
+                .arg("--dump-after=ferrobench_measure")
                 .arg(&exe)
                 .arg("w8-cell")
                 .arg("--engine")
@@ -257,8 +262,9 @@ pub fn run(args: &W8Args) {
                 .status()
                 .expect("run valgrind");
             assert!(status.success(), "callgrind run failed: {status}");
-            let ir = total_ir(&out).expect("no totals in callgrind output");
-            let allocations = alloc_calls(&out).expect("callgrind output");
+            let window = out.with_extension("out.2");
+            let ir = total_ir(&window).expect("no totals in callgrind output");
+            let allocations = alloc_calls(&window).expect("callgrind output");
             let per_op = ir as f64 / args.n as f64;
             eprintln!(
                 " {per_op:.0} instructions/op, {:.2} allocations/op",
