@@ -247,7 +247,7 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
     // Every key below the first record not taken in order is free; a record taken out of
     // order (`take_tail_records`) is deleted, but its key is not reused.
     let max_consumed = pages.reclaim.free_keys_end().saturating_sub(1);
-    let consumed = std::mem::take(&mut pages.reclaim.consumed);
+    let mut consumed = std::mem::take(&mut pages.reclaim.consumed);
     for key in &consumed {
         let mut tree = TreeMut {
             store: &mut *pages,
@@ -261,6 +261,9 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
             ));
         }
     }
+    // Emptied, the list goes back for the next txn (`take_spare`).
+    consumed.clear();
+    pages.reclaim.consumed = consumed;
     debug_assert!(
         max_consumed < txnid,
         "a consumed record is older than the txn"

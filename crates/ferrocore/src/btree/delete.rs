@@ -9,6 +9,19 @@ use super::put::{check_node_kind, TreeMut};
 use super::search::search;
 use super::{debug_assert_ordered, view, Path, FILL_THRESHOLD};
 
+/// Buffers of [`TreeMut::move_node`], kept by the thread: a rebalance moves a node at
+/// most every few deletes (the free DB's records at every commit), without allocating.
+#[derive(Default)]
+struct MoveScratch {
+    moved: Nodes,
+    nodes: Nodes,
+    key: Vec<u8>,
+}
+
+thread_local! {
+    static MOVE_SCRATCH: std::cell::RefCell<MoveScratch> = std::cell::RefCell::default();
+}
+
 impl<S: PageStore> TreeMut<'_, S> {
     /// Deletes `key`. Returns false if it was not present.
     pub fn delete(&mut self, key: &[u8]) -> Result<bool> {
@@ -166,11 +179,42 @@ impl<S: PageStore> TreeMut<'_, S> {
         sib: u64,
         sib_right: bool,
     ) -> Result<()> {
+        // The thread's buffers, unless a move further up the stack holds them.
+        MOVE_SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut scratch) => {
+                let MoveScratch { moved, nodes, key } = &mut *scratch;
+                self.move_node_with(path, level, sib, sib_right, moved, nodes, key)
+            }
+            Err(_) => self.move_node_with(
+                path,
+                level,
+                sib,
+                sib_right,
+                &mut Nodes::default(),
+                &mut Nodes::default(),
+                &mut Vec::new(),
+            ),
+        })
+    }
+
+    /// [`TreeMut::move_node`] with buffers for the node moved, the page's nodes and the
+    /// new separator key.
+    #[allow(clippy::too_many_arguments)]
+    fn move_node_with(
+        &mut self,
+        path: &mut Path,
+        level: usize,
+        sib: u64,
+        sib_right: bool,
+        moved: &mut Nodes,
+        nodes: &mut Nodes,
+        new_sep: &mut Vec<u8>,
+    ) -> Result<()> {
         let pgno = path.pgno[level];
         let parent = path.pgno[level - 1];
         let pidx = path.idx[level - 1] as usize;
         let branch = view(&*self.store, pgno)?.is_branch();
-        let mut moved = Nodes::like(&view(&*self.store, sib)?);
+        moved.reset_like(&view(&*self.store, sib)?);
         if sib_right {
             let ridx = pidx + 1;
             moved.push_raw(view(&*self.store, sib)?.node_raw(0)?);
@@ -179,7 +223,8 @@ impl<S: PageStore> TreeMut<'_, S> {
                 moved.set_branch_key(0, &separator);
             }
             edit::delete_node(self.store.dirty_mut(sib), 0);
-            let new_sep = view(&*self.store, sib)?.key(0)?.to_vec();
+            new_sep.clear();
+            new_sep.extend_from_slice(view(&*self.store, sib)?.key(0)?);
             if branch {
                 let c = view(&*self.store, sib)?.child(0)?;
                 let buf = self.store.dirty_mut(sib);
@@ -189,16 +234,18 @@ impl<S: PageStore> TreeMut<'_, S> {
             }
             let ok = edit::append_raw(self.store.dirty_mut(pgno), moved.raw(0));
             assert!(ok, "an underfull page takes one more node");
-            debug_assert_ordered(&*self.store, pgno, self.cmp, None, Some(&new_sep));
-            debug_assert_ordered(&*self.store, sib, self.cmp, Some(&new_sep), None);
-            self.replace_separator(path, level - 1, ridx, &new_sep)
+            debug_assert_ordered(&*self.store, pgno, self.cmp, None, Some(new_sep));
+            debug_assert_ordered(&*self.store, sib, self.cmp, Some(new_sep), None);
+            self.replace_separator(path, level - 1, ridx, new_sep)
         } else {
             let last = view(&*self.store, sib)?.num_keys() - 1;
             moved.push_raw(view(&*self.store, sib)?.node_raw(last)?);
-            let moved_key = moved.key(0).to_vec();
+            new_sep.clear();
+            new_sep.extend_from_slice(moved.key(0));
+            let moved_key = &*new_sep;
             edit::delete_node(self.store.dirty_mut(sib), last);
             let page = view(&*self.store, pgno)?;
-            let mut nodes = Nodes::from_page(&page)?;
+            nodes.refill(&page)?;
             let flags = page.flags();
             if branch {
                 let separator = view(&*self.store, parent)?.key(pidx)?.to_vec();
@@ -208,9 +255,9 @@ impl<S: PageStore> TreeMut<'_, S> {
             nodes.push_raw(moved.raw(0));
             nodes.move_last_to(0);
             nodes.write_page(self.store.dirty_mut(pgno), pgno, flags, 0..nodes.len());
-            debug_assert_ordered(&*self.store, sib, self.cmp, None, Some(&moved_key));
-            debug_assert_ordered(&*self.store, pgno, self.cmp, Some(&moved_key), None);
-            self.replace_separator(path, level - 1, pidx, &moved_key)
+            debug_assert_ordered(&*self.store, sib, self.cmp, None, Some(moved_key));
+            debug_assert_ordered(&*self.store, pgno, self.cmp, Some(moved_key), None);
+            self.replace_separator(path, level - 1, pidx, moved_key)
         }
     }
 

@@ -20,14 +20,6 @@ pub(super) struct Nodes {
 }
 
 impl Nodes {
-    /// An empty list for nodes of pages like `page` (LEAF2 or not).
-    pub(super) fn like(page: &PageView<'_>) -> Nodes {
-        Nodes {
-            fixed: page.fixed_size(),
-            ..Nodes::default()
-        }
-    }
-
     pub(super) fn from_page(page: &PageView<'_>) -> Result<Nodes> {
         let mut nodes = Nodes::default();
         nodes.refill(page)?;

@@ -45,6 +45,7 @@ pub fn decode_idl_into(value: &[u8], pgno_for_errors: u64, pages: &mut Vec<u64>)
 
 /// Encodes an IDL (pages must already be sorted descending), padded to `len` bytes,
 /// into `out` (its old content replaced), reusing its allocation.
+#[inline]
 pub fn encode_idl_into(pages: &[u64], len: usize, out: &mut Vec<u8>) {
     debug_assert!(
         pages.windows(2).all(|w| w[0] > w[1]),

@@ -42,6 +42,8 @@ pub struct SpareBuffers {
     pub(super) runs: Vec<Box<[u8]>>,
     /// Buffers for taking free-DB records into the pool.
     pub(super) pool_scratch: PoolScratch,
+    /// The list of consumed free-DB keys, emptied.
+    pub(super) consumed: Vec<u64>,
 }
 
 /// The buffers a txn takes free-DB records into its pool with, kept from txn to txn.
@@ -134,7 +136,11 @@ impl<'e> DirtyPages<'e> {
             free,
             runs: spare_runs,
             pool_scratch,
+            consumed,
         } = spare;
+        let mut reclaim = reclaim;
+        debug_assert!(reclaim.consumed.is_empty() && consumed.is_empty());
+        reclaim.consumed = consumed;
         debug_assert!(dirty.is_empty());
         debug_assert!(free.loose.is_empty() && free.freed.is_empty() && free.pool.is_empty());
         DirtyPages {
@@ -233,6 +239,11 @@ impl<'e> DirtyPages<'e> {
             free,
             runs: std::mem::take(&mut self.spare_runs),
             pool_scratch: std::mem::take(&mut self.pool_scratch),
+            consumed: {
+                let mut consumed = std::mem::take(&mut self.reclaim.consumed);
+                consumed.clear();
+                consumed
+            },
         }
     }
 
