@@ -152,3 +152,106 @@ fn duplicate_sizes_and_unsupported_flags() {
     txn.put(MAIN, b"k", b"v", 0).unwrap();
     txn.commit().unwrap();
 }
+
+/// A sorted load's APPEND puts go straight into the leaf the last one used while nothing
+/// else touched that DB (`AppendHint`). Interleaved with APPEND puts into another DB,
+/// plain puts and deletes in the same DB, values that go to overflow pages, keys out of
+/// order and nested txns that commit or abort, every txn's result matches a model, and
+/// every committed snapshot checks whole (strict mode).
+#[test]
+fn append_puts_between_other_changes_match_a_model() {
+    use std::collections::BTreeMap;
+    let mut opts = env_options();
+    opts.strict(true);
+    let env = TempEnv::new(&opts);
+    let mut rng = common::Rng(0xA99E);
+    type Model = [BTreeMap<Vec<u8>, Vec<u8>>; 2];
+    let mut model: Model = Default::default();
+    let mut next = [0u32; 2];
+    let mut txn = env.begin_write().unwrap();
+    let named = txn.open_db(Some("sorted"), db_flags::CREATE).unwrap();
+    txn.commit().unwrap();
+    let dbs = [MAIN, named];
+    // After the named DB's record ("sorted") in the main DB.
+    let key = |n: u32| format!("z{n:08}").into_bytes();
+    let value = |rng: &mut common::Rng| {
+        let len = match rng.below(20) {
+            0 => 3000 + rng.below(6000), // an overflow run
+            1 => 0,
+            _ => 1 + rng.below(120),
+        };
+        vec![rng.below(256) as u8; len]
+    };
+    for round in 0..40 {
+        let mut txn = env.begin_write().unwrap();
+        let mut level: Option<(ferrocore::NestedLevel, Model, [u32; 2])> = None;
+        for _ in 0..400 {
+            let d = usize::from(rng.below(4) == 0);
+            match rng.below(40) {
+                0 if level.is_none() => {
+                    level = Some((txn.begin_nested_level().unwrap(), model.clone(), next));
+                }
+                1 => {
+                    if let Some((l, saved, saved_next)) = level.take() {
+                        if rng.below(2) == 0 {
+                            txn.commit_nested_level(l).unwrap();
+                        } else {
+                            txn.abort_nested_level(l);
+                            (model, next) = (saved, saved_next);
+                        }
+                    }
+                }
+                2..=4 => {
+                    // A plain put of an earlier key, anywhere in the tree.
+                    let k = key(rng.below(next[d] as usize + 1) as u32);
+                    let v = value(&mut rng);
+                    txn.put(dbs[d], &k, &v, 0).unwrap();
+                    model[d].insert(k, v);
+                }
+                5..=6 => {
+                    // A delete: of the last key, or of any.
+                    let k = if rng.below(2) == 0 {
+                        model[d].keys().next_back().cloned()
+                    } else {
+                        Some(key(rng.below(next[d] as usize + 1) as u32))
+                    };
+                    if let Some(k) = k {
+                        let had = model[d].remove(&k).is_some();
+                        assert_eq!(txn.delete(dbs[d], &k).unwrap(), had);
+                    }
+                }
+                7 => {
+                    // Out of order: the last key again.
+                    if let Some(k) = model[d].keys().next_back().cloned() {
+                        assert!(matches!(
+                            txn.put(dbs[d], &k, b"x", put_flags::APPEND),
+                            Err(Error::KeyExist)
+                        ));
+                    }
+                }
+                _ => {
+                    next[d] += 1 + rng.below(3) as u32;
+                    let (k, v) = (key(next[d]), value(&mut rng));
+                    txn.put(dbs[d], &k, &v, put_flags::APPEND).unwrap();
+                    model[d].insert(k, v);
+                }
+            }
+        }
+        if let Some((l, _, _)) = level.take() {
+            txn.commit_nested_level(l).unwrap();
+        }
+        txn.commit().unwrap();
+        let read = env.begin_read().unwrap();
+        for (d, db) in dbs.iter().enumerate() {
+            let mut cursor = read.cursor(*db).unwrap();
+            let mut got = BTreeMap::new();
+            while let Some((k, v)) = cursor.next().unwrap() {
+                if *db == MAIN && k == b"sorted" {
+                    continue; // the named DB's record
+                }
+                got.insert(k.to_vec(), v.to_vec());
+            }
+            assert!(got == model[d], "round {round}, DB {d}: contents differ");
+        }
+    }
+}

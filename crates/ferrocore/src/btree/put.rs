@@ -125,6 +125,42 @@ impl<S: PageStore> TreeMut<'_, S> {
     /// Inserts or replaces `key`. (Callers that need the item's place search again, or
     /// use [`TreeMut::put_at`] with their own path.)
     pub fn put(&mut self, key: &[u8], value: &[u8], mode: PutMode) -> Result<()> {
+        self.put_tracked(key, value, mode).map(|_| ())
+    }
+
+    /// Appends `key`/`value` at the end of `leaf` if `leaf` is this tree's last leaf,
+    /// dirty, the key sorts after its last key, and the node fits inline without a split:
+    /// the next put of a sorted load, without a descent ([`TreeMut::put_tracked`] said
+    /// where the last one went). Returns false (changing nothing) otherwise.
+    pub fn append_to_leaf(&mut self, leaf: u64, key: &[u8], value: &[u8]) -> Result<bool> {
+        debug_assert!(
+            self.store.is_dirty(leaf),
+            "the last append touched the leaf"
+        );
+        let page = view(&*self.store, leaf)?;
+        let n = page.num_keys();
+        if !page.is_leaf()
+            || page.fixed_size() != 0
+            || n == 0
+            || NODE_HEADER_SIZE + key.len() + value.len() > node_max(self.page_size())
+            || self.cmp.compare(key, page.key(n - 1)?) != Ordering::Greater
+        {
+            return Ok(false);
+        }
+        let node = NodeValue::Inline {
+            flags: 0,
+            data: value,
+        };
+        if !edit::insert_node(self.store.dirty_mut(leaf), n, key, node) {
+            return Ok(false);
+        }
+        self.db.entries += 1;
+        Ok(true)
+    }
+
+    /// [`TreeMut::put`], returning the leaf that took the item if it went in place (no
+    /// split, no new root): where an APPEND put leaves a sorted load's next key.
+    pub fn put_tracked(&mut self, key: &[u8], value: &[u8], mode: PutMode) -> Result<Option<u64>> {
         if self.db.root == P_INVALID {
             let pgno = self.store.alloc(1)?;
             let leaf2 = self.db.flags & (crate::db_flags::DUP_FIXED | crate::db_flags::DUP_SORT)
@@ -155,7 +191,7 @@ impl<S: PageStore> TreeMut<'_, S> {
             let ok = edit::insert_node(self.store.dirty_mut(pgno), 0, key, v);
             assert!(ok, "a node of at most node_max bytes fits an empty page");
             self.db.entries = 1;
-            return Ok(());
+            return Ok(None);
         }
         let mut path = Path::default();
         let (idx, exact) = if mode.append {
@@ -168,8 +204,8 @@ impl<S: PageStore> TreeMut<'_, S> {
         } else {
             search(&*self.store, self.db, self.cmp, key, &mut path)?
         };
-        self.put_at(&mut path, idx, exact, key, value, mode)?;
-        Ok(())
+        let in_place = self.put_at(&mut path, idx, exact, key, value, mode)?;
+        Ok(in_place.then(|| path.leaf()))
     }
 
     /// [`TreeMut::put`] where [`search`] (of this tree, unchanged since) put `key` at slot

@@ -66,6 +66,8 @@ pub(super) struct NamedDb {
     pub(super) generation: u64,
     /// Changed by this txn: its record is written into the main DB at commit.
     pub(super) dirty: bool,
+    /// Where this txn's last APPEND put into the DB went (see `AppendHint`).
+    pub(super) append_hint: Option<super::write::AppendHint>,
 }
 
 /// Name, flags and key orders of a named DB.

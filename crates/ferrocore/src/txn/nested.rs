@@ -89,6 +89,12 @@ impl<'env> WriteTxn<'env> {
         self.drops.truncate(level.drops);
         self.close_handles_opened_since(level.opened_handles);
         self.changes = self.changes.wrapping_add(1);
+        // The restored states may carry hints from before the level began; its pages were
+        // restored too, but nothing is kept that a reader must reason about.
+        self.main_append_hint = None;
+        for named in self.named.values_mut() {
+            named.append_hint = None;
+        }
     }
 
     /// Closes the handles opened as new since `opened_handles[from]`, as LMDB closes the

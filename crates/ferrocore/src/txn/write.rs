@@ -51,8 +51,25 @@ pub struct WriteTxn<'env> {
     pub(super) dup_scratch: Vec<u8>,
     /// What the commit does about free pages at the end of the file.
     pub(super) shrink: FileShrink,
+    /// Where this txn's last APPEND put into the main DB went (named DBs keep theirs in
+    /// [`NamedDb::append_hint`]); taken by every `tree_mut` of the DB.
+    pub(super) main_append_hint: Option<AppendHint>,
+    /// The hint the last `tree_mut` took from its DB, for the put that called it.
+    pub(super) append_hint: Option<AppendHint>,
     // Released after Drop::drop has released the cross-process lock.
     pub(super) _guard: MutexGuard<'env, ()>,
+}
+
+/// Where a write txn's last APPEND put into a DB went: the leaf that took the key in place
+/// (no split), the DB's last, dirty (the put touched it). Every change to the DB goes
+/// through `WriteTxn::tree_mut`, which takes the hint away, so a hint the next put finds
+/// is one nothing invalidated since; the DB's record, compared too, would show any other
+/// change (opening a new named DB adds a main-DB entry without `tree_mut`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AppendHint {
+    leaf: u64,
+    /// The DB's record just after the put.
+    tree: DbRecord,
 }
 
 impl<'env> WriteTxn<'env> {
@@ -151,6 +168,8 @@ impl<'env> WriteTxn<'env> {
             opened_handles: Vec::new(),
             dup_scratch: Vec::new(),
             shrink,
+            main_append_hint: None,
+            append_hint: None,
             _guard: guard,
         })
     }
@@ -302,6 +321,7 @@ impl<'env> WriteTxn<'env> {
         match db {
             Database::MAIN => {
                 let orders = main_orders(self.env, &self.main_db)?;
+                self.append_hint = self.main_append_hint.take();
                 Ok((&mut self.main_db, orders))
             }
             Database::FREE => Err(Error::InvalidArgument("the free DB is read-only")),
@@ -323,6 +343,7 @@ impl<'env> WriteTxn<'env> {
                             orders: cmp,
                             generation: 0,
                             dirty: false,
+                            append_hint: None,
                         };
                         self.named.insert(db.0, state);
                     }
@@ -331,6 +352,7 @@ impl<'env> WriteTxn<'env> {
                 (n.orders, n.generation) =
                     named_orders(self.env, db, n.orders, n.generation, self.handles.serial)?;
                 n.dirty = true;
+                self.append_hint = n.append_hint.take();
                 Ok((&mut n.record, n.orders))
             }
         }
@@ -405,6 +427,7 @@ impl<'env> WriteTxn<'env> {
                         orders: Orders::for_flags(db_flags),
                         generation: 0,
                         dirty: true,
+                        append_hint: None,
                     },
                 );
                 dbi
@@ -467,19 +490,45 @@ impl<'env> WriteTxn<'env> {
             return self.put_dup(db, key, value, flags, record_copy, (cmp, dcmp));
         }
         // Without DUPSORT, LMDB ignores NO_DUP_DATA and APPEND_DUP; so does ferrocore.
+        let append = flags & put_flags::APPEND != 0;
         let mode = PutMode {
             no_overwrite,
-            append: flags & put_flags::APPEND != 0,
+            append,
             ..PutMode::default()
         };
-        let r = TreeMut {
+        let hint = self
+            .append_hint
+            .take()
+            .filter(|h| append && h.tree == record_copy);
+        let mut tree = TreeMut {
             store: &mut self.pages,
             db: &mut record_copy,
             cmp,
-        }
-        .put(key, value, mode);
+        };
+        // A sorted load: the last APPEND put went into this leaf, the DB's last, and
+        // nothing changed since; the next key goes after it without a descent if it fits.
+        let r = match hint {
+            Some(h) => match tree.append_to_leaf(h.leaf, key, value) {
+                Ok(true) => Ok(Some(h.leaf)),
+                Ok(false) => tree.put_tracked(key, value, mode),
+                Err(e) => Err(e),
+            },
+            None => tree.put_tracked(key, value, mode),
+        };
         self.set_record(db, record_copy);
-        self.note(r)
+        let leaf = self.note(r)?;
+        if let (true, Some(leaf)) = (append, leaf) {
+            let hint = Some(AppendHint {
+                leaf,
+                tree: record_copy,
+            });
+            if db == Database::MAIN {
+                self.main_append_hint = hint;
+            } else if let Some(named) = self.named.get_mut(&db.0) {
+                named.append_hint = hint;
+            }
+        }
+        Ok(())
     }
 
     /// Refuses a put the txn, the key, the value size or the flags do not allow.
