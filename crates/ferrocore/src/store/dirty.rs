@@ -220,6 +220,7 @@ impl<'e> DirtyPages<'e> {
         const KEEP_RUNS: usize = 8;
         let ps = self.page_size;
         let keep = KEEP_BYTES / ps;
+        let held = self.dirty.len();
         for (_, b) in self.dirty.drain() {
             let PageBuf::Heap(b) = b else { continue };
             if b.len() == ps {
@@ -229,6 +230,12 @@ impl<'e> DirtyPages<'e> {
             } else if b.len() <= 16 * ps && self.spare_runs.len() < KEEP_RUNS {
                 self.spare_runs.push(b);
             }
+        }
+        // The table keeps its capacity for the next txn, but not far beyond what this one
+        // needed: iterating it (at commit, and draining it here) walks every bucket, and
+        // after one large txn every small one would pay for the large one's table.
+        if self.dirty.capacity() > 1024 && self.dirty.capacity() > 8 * held {
+            self.dirty.shrink_to(2 * held);
         }
         let mut free = std::mem::take(&mut self.free);
         free.clear();

@@ -496,10 +496,13 @@ impl<'env> WriteTxn<'env> {
             append,
             ..PutMode::default()
         };
-        let hint = self
-            .append_hint
-            .take()
-            .filter(|h| append && h.tree == record_copy);
+        // (A hint left pending by a put that does not append is replaced by the next
+        // `tree_mut`.)
+        let hint = if append {
+            self.append_hint.take().filter(|h| h.tree == record_copy)
+        } else {
+            None
+        };
         let mut tree = TreeMut {
             store: &mut self.pages,
             db: &mut record_copy,
