@@ -40,6 +40,7 @@ pub(crate) fn dbi_rc<T>(r: ferrocore::Result<T>) -> Rc<T> {
 ///
 /// # Safety
 /// `data` is null or a writable `MDB_val`.
+#[inline]
 pub(crate) unsafe fn put_rc(
     r: ferrocore::Result<()>,
     flags: c_uint,

@@ -422,6 +422,7 @@ pub(crate) unsafe fn write_access<'a>(txn: *mut MDB_txn) -> Rc<&'a mut WriteTxn<
 /// # Safety
 /// `txn` is null or a live txn handle, not borrowed during the call (as for [`access`]);
 /// `writer` is null or the cursor handle whose call this is (it is skipped).
+#[inline]
 pub(crate) unsafe fn settle_cursors(txn: *mut MDB_txn, db: Database, writer: *mut MDB_cursor) {
     // SAFETY: the caller's contract; the borrow ends with the statement.
     let count = match unsafe { txn.as_ref() } {
