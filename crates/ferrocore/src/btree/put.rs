@@ -223,15 +223,25 @@ impl<S: PageStore> TreeMut<'_, S> {
     ) -> Result<bool> {
         debug_assert!(path.depth > 0 && path.depth as u16 == self.db.depth);
         let leaf = view(&*self.store, path.leaf())?;
-        if exact {
-            let flags = leaf.node(idx)?.flags;
+        // The present node's kind, size and overflow run: the copy `touch_path` may make
+        // holds the same bytes, so they are read once, here.
+        let present = if exact {
+            let node = leaf.node(idx)?;
             if !mode.any_kind {
-                check_node_kind(flags, mode.node_flags)?;
+                check_node_kind(node.flags, mode.node_flags)?;
             }
             if mode.no_overwrite {
                 return Err(Error::KeyExist);
             }
-        }
+            let run = if node.flags & node_flags::BIGDATA != 0 {
+                node.overflow_pgno()
+            } else {
+                0
+            };
+            Some((node.flags, node.data_size(), run))
+        } else {
+            None
+        };
         let fixed = leaf.fixed_size();
         if fixed != 0 {
             // A LEAF2 leaf holds keys only: present means nothing to change.
@@ -248,20 +258,7 @@ impl<S: PageStore> TreeMut<'_, S> {
         }
         self.touch_path(path)?;
         let leaf = path.leaf();
-        if exact {
-            let (flags, size, stored) = {
-                let page = view(&*self.store, leaf)?;
-                let node = page.node(idx)?;
-                (
-                    node.flags,
-                    node.data_size(),
-                    if node.flags & node_flags::BIGDATA != 0 {
-                        node.overflow_pgno()
-                    } else {
-                        0
-                    },
-                )
-            };
+        if let Some((flags, size, stored)) = present {
             if flags & node_flags::BIGDATA != 0 {
                 if self.rewrite_overflow_in_place(leaf, idx, stored, key, value)? {
                     return Ok(true);
