@@ -191,7 +191,7 @@ impl<'t> Cursor<'t> {
     pub fn next(&mut self) -> Result<Option<Item<'t>>> {
         // A scan's common step: the next item of the leaf the cursor holds a view of (a DB
         // without DUPSORT, no mark set; `next_on_same_leaf` checks).
-        if let Some(leaf) = self.leaf {
+        if let Some(leaf) = &self.leaf {
             if leaf.pgno() == self.core.pos.path.leaf() && self.core.next_on_same_leaf() {
                 let node = leaf.node_inlined(self.core.pos.path.leaf_idx())?;
                 return Ok(Some((node.key, self.src.value_for_txn(&node)?)));
