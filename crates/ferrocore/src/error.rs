@@ -197,7 +197,8 @@ impl From<io::Error> for Error {
 /// A step of the commit's I/O, in the order they run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CommitStep {
-    /// Growing the file to cover every page the new meta counts.
+    /// Growing the file to cover every page the new meta counts (when the data write
+    /// does not: see the `commit` module).
     GrowFile,
     /// Writing the txn's dirty pages.
     WriteData,

@@ -49,7 +49,10 @@ fn commit_base(env: &Env) -> Vec<(Vec<u8>, Vec<u8>)> {
 }
 
 /// The txn whose commit fails: overwrites, new keys, and a large value put and deleted
-/// again; the file grows.
+/// again; the file grows. It runs as the first commit after the environment is opened
+/// again, so that the commit grows the file by its own step (it reads the file's length
+/// first); a commit that knows the length and writes the new last page lets that write
+/// grow the file, and has no such step (`write_data_grows_the_file` below).
 fn failing_change(env: &Env) -> ferrocore::Result<()> {
     let mut txn = env.begin_write()?;
     for i in 0..400u32 {
@@ -77,6 +80,8 @@ fn step_calls(flags: u32) -> Vec<(CommitStep, usize)> {
     let inj = FaultInjector::new();
     let env = open(dir.path(), flags, Some(&inj));
     let _ = commit_base(&env);
+    drop(env);
+    let env = open(dir.path(), flags, Some(&inj));
     let before = inj.calls();
     failing_change(&env).unwrap();
     let log = inj.call_log();
@@ -141,6 +146,8 @@ fn fail_each_step(flags: u32) {
             let env = open(dir.path(), flags, Some(&inj));
             let previous = commit_base(&env);
             let base = contents(&env);
+            drop(env);
+            let env = open(dir.path(), flags, Some(&inj));
             inj.fail_call(call, fault);
             match failing_change(&env) {
                 Err(Error::Commit { step: s, source }) => {
@@ -301,4 +308,54 @@ fn write_map_growth_failing_fails_the_operation_only() {
     txn.put(Database::MAIN, b"after", b"ok", 0).unwrap();
     txn.commit().unwrap();
     env.check().unwrap();
+}
+
+/// A commit that knows the file's length and writes the new last page grows the file by
+/// that write, with no `set_len`, as LMDB's writes past the end do; the file then covers
+/// every page the meta counts. If that write fails, the txn fails, the last commit stands,
+/// and the next commit works.
+#[test]
+fn write_data_grows_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let inj = FaultInjector::new();
+    let env = open(dir.path(), 0, Some(&inj));
+    let _ = commit_base(&env);
+    let file_len = || {
+        std::fs::metadata(dir.path().join("data.mdb"))
+            .unwrap()
+            .len()
+    };
+    let grow = |from: u32| -> ferrocore::Result<()> {
+        let mut txn = env.begin_write()?;
+        for i in from..from + 2000 {
+            txn.put(Database::MAIN, &key(i), &[7; 60], 0)?;
+        }
+        txn.commit()
+    };
+    let (calls, len) = (inj.calls(), file_len());
+    grow(10_000).unwrap();
+    let commit = &inj.call_log()[calls..];
+    assert!(!commit.contains(&CallKind::SetLen), "{commit:?}");
+    let last_pgno = env.info().unwrap().last_pgno;
+    assert!(file_len() > len && file_len() >= (last_pgno + 1) * 4096);
+    // The growing write fails: the txn only.
+    let base = contents(&env);
+    inj.fail_call(inj.calls(), Fault::NoSpace);
+    match grow(20_000) {
+        Err(Error::Commit {
+            step: CommitStep::WriteData,
+            ..
+        }) => {}
+        other => panic!("the growing write's failure gave {other:?}"),
+    }
+    assert!(contents(&env) == base);
+    env.check().unwrap();
+    grow(30_000).unwrap();
+    env.check().unwrap();
+    let image = inj.power_cut(Cut::KeepNone);
+    let cut_dir = tempfile::tempdir().unwrap();
+    std::fs::write(cut_dir.path().join("data.mdb"), image).unwrap();
+    let after_cut = open(cut_dir.path(), 0, None);
+    after_cut.check().unwrap();
+    assert_eq!(contents(&after_cut).len(), base.len() + 2000);
 }

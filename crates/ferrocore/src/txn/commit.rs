@@ -4,7 +4,10 @@
 //!
 //! 1. [`CommitStep::GrowFile`]: the file is made to cover every page the meta will count,
 //!    before anything is written to them (a page written through a writable map must lie
-//!    within the file).
+//!    within the file). Skipped when the file's length is known (this process wrote it
+//!    last) and step 2 writes the last page the meta counts: that write grows the file,
+//!    as LMDB's writes past the end do, without an `ftruncate` (which, on a file this
+//!    process maps, also walks the map past the new end).
 //! 2. [`CommitStep::WriteData`]: the dirty pages, sorted by page number, each run of
 //!    adjacent pages in vectored writes.
 //! 3. [`CommitStep::FlushData`]: `fdatasync`, unless `NO_SYNC`.
@@ -135,16 +138,32 @@ impl WriteTxn<'_> {
             env.file_len
                 .store(pages * env.page_size as u64, Ordering::Release);
         }
-        grow_file(env, next_pgno)?;
+        let dirty = self.pages.sorted_dirty();
+        let in_map = self.pages.writes_through_map();
+        let needed = next_pgno * env.page_size as u64;
+        let file_len = env.file_len.load(Ordering::Acquire);
+        // Step 1 is the data write itself when that writes the last page the meta counts:
+        // a write past the end grows the file, as LMDB's do. (An `ftruncate` of a file
+        // this process maps also walks the map past the new end: kernel time per growing
+        // commit that LMDB does not spend.) The file's length must be known for that:
+        // after opening, or after another process committed, step 1 reads it.
+        let write_grows = !in_map
+            && file_len != 0
+            && dirty.last().is_some_and(|&(pgno, bytes)| {
+                pgno + (bytes.len() / env.page_size) as u64 == next_pgno
+            });
+        if !write_grows {
+            grow_file(env, next_pgno)?;
+        }
+        write_data(env, &dirty, in_map)?;
+        drop(dirty);
+        if write_grows {
+            env.file_len.store(file_len.max(needed), Ordering::Release);
+        }
         assert!(
-            env.file_len.load(Ordering::Acquire) >= next_pgno * env.page_size as u64,
+            env.file_len.load(Ordering::Acquire) >= needed,
             "the meta would count pages past the end of the file"
         );
-        write_data(
-            env,
-            &self.pages.sorted_dirty(),
-            self.pages.writes_through_map(),
-        )?;
         let force_sync = self.shrink == FileShrink::Now;
         flush_data(env, force_sync)?;
         let meta = Meta {
