@@ -89,8 +89,9 @@ impl<'env> WriteTxn<'env> {
         self.drops.truncate(level.drops);
         self.close_handles_opened_since(level.opened_handles);
         self.changes = self.changes.wrapping_add(1);
-        // The restored states may carry hints from before the level began; its pages were
-        // restored too, but nothing is kept that a reader must reason about.
+        // The restored states carry the APPEND hints they had when the level began. Those
+        // would still hold (the level's pages were restored too), but no hint is kept
+        // across a restore, so that none has to be reasoned about.
         self.main_append_hint = None;
         for named in self.named.values_mut() {
             named.append_hint = None;
