@@ -17,8 +17,8 @@ use ferrocore::{put_flags, CursorOp, Database};
 
 use crate::errors::{dbi_rc, put_rc, ToRc};
 use crate::handles::{
-    access, close_cursor, env_of, guard, guard_void, new_cursor, open_cursor, open_detached,
-    settle_cursors, write_access, MDB_cursor, MDB_txn,
+    access, active_read_txn, close_cursor, env_of, guard, guard_void, new_cursor, open_cursor,
+    open_detached, settle_cursors, write_access, MDB_cursor, MDB_txn,
 };
 use crate::types::codes::*;
 use crate::types::*;
@@ -142,6 +142,35 @@ pub unsafe extern "C" fn mdb_cursor_get(
     let Some(c) = (unsafe { open_cursor(cursor) }) else {
         return libc::EINVAL;
     };
+    if op == CursorOp::Next as c_uint {
+        // A scan's common step, outside the panic guard: `next_on_leaf` never panics.
+        // SAFETY: an open cursor's txn handle (module doc), not in use by another call.
+        if let Some(item) = unsafe { active_read_txn(c.txn) }.and_then(|r| c.cursor.next_on_leaf(r))
+        {
+            // SAFETY: the caller's contract: `key` and `data` are null or writable.
+            unsafe {
+                set_val(key, item.0);
+                set_val(data, item.1);
+            }
+            return MDB_SUCCESS;
+        }
+    }
+    // SAFETY: the caller's contract.
+    unsafe { cursor_get(c, key, data, op) }
+}
+
+/// [`mdb_cursor_get`] for all but a scan's common step. Kept out of line, so that the
+/// step's path saves few registers.
+///
+/// # Safety
+/// As for [`mdb_cursor_get`], with `c` open.
+#[inline(never)]
+unsafe fn cursor_get(
+    c: &mut MDB_cursor,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+    op: c_uint,
+) -> c_int {
     // SAFETY: an open cursor's txn handle and environment (module doc).
     let call_env = unsafe { env_of(c.txn) };
     guard(call_env, || {

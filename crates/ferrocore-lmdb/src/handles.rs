@@ -402,6 +402,21 @@ pub(crate) unsafe fn access<'a>(txn: *mut MDB_txn) -> Rc<Access<'a>> {
     }
 }
 
+/// The read txn behind `txn`, if it is an active read txn (`None` for anything else: a
+/// null handle, a write, nested, reset or ended txn).
+///
+/// # Safety
+/// As for [`access`].
+#[inline]
+pub(crate) unsafe fn active_read_txn<'a>(txn: *mut MDB_txn) -> Option<&'a ReadTxn<'static>> {
+    // SAFETY: the caller's contract, which is `access`'s.
+    let t = unsafe { txn.as_ref() }?;
+    match &t.state {
+        TxnState::Read(r) if t.child.is_null() => Some(r),
+        _ => None,
+    }
+}
+
 /// The write txn behind `txn`: `EACCES` for a read txn.
 ///
 /// # Safety

@@ -65,6 +65,9 @@ struct Api {
     cursor_put: unsafe extern "C" fn(Ptr, *mut Val, *mut Val, c_uint) -> c_int,
     cursor_del: unsafe extern "C" fn(Ptr, c_uint) -> c_int,
     cursor_count: unsafe extern "C" fn(Ptr, *mut usize) -> c_int,
+    cursor_renew: unsafe extern "C" fn(Ptr, Ptr) -> c_int,
+    txn_reset: unsafe extern "C" fn(Ptr),
+    txn_renew: unsafe extern "C" fn(Ptr) -> c_int,
 }
 
 /// Casts a `lmdb-master-sys` function to the pointer type of the same C signature.
@@ -100,6 +103,9 @@ fn real_api() -> Api {
         cursor_put: real!(mdb_cursor_put),
         cursor_del: real!(mdb_cursor_del),
         cursor_count: real!(mdb_cursor_count),
+        cursor_renew: real!(mdb_cursor_renew),
+        txn_reset: real!(mdb_txn_reset),
+        txn_renew: real!(mdb_txn_renew),
     }
 }
 
@@ -145,6 +151,9 @@ fn ferrocore_api(lib: &libloading::Library) -> Api {
         cursor_put: sym!("mdb_cursor_put"),
         cursor_del: sym!("mdb_cursor_del"),
         cursor_count: sym!("mdb_cursor_count"),
+        cursor_renew: sym!("mdb_cursor_renew"),
+        txn_reset: sym!("mdb_txn_reset"),
+        txn_renew: sym!("mdb_txn_renew"),
     }
 }
 
@@ -1466,5 +1475,140 @@ fn cursor_whose_db_another_handle_emptied() {
             let got = cursor_script(api, dir.path(), DUPSORT, &[("a", "1")], &steps);
             assert_eq!(got, ["a=1", "deleted", "put", want]);
         }
+    }
+}
+
+/// What a read cursor's scan returns, as text: every item from `MDB_FIRST` by `MDB_NEXT`
+/// to NOTFOUND, with a step back (`MDB_PREV`, `MDB_GET_CURRENT`, `MDB_NEXT`) every 37
+/// items. A value is shown by its length and first and last bytes.
+///
+/// # Safety
+/// `c` is an open cursor of `api` on a live read txn.
+unsafe fn scan_text(api: Api, c: Ptr) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut op = OP_FIRST;
+    for i in 0.. {
+        let ops: &[c_uint] = if i % 37 == 36 {
+            &[OP_PREV, OP_GET_CURRENT, OP_NEXT]
+        } else {
+            &[op]
+        };
+        for &op in ops {
+            let (mut k, mut v) = (unset(), unset());
+            // SAFETY: the caller's contract; both vals are writable.
+            let rc = unsafe { (api.cursor_get)(c, &mut k, &mut v, op) };
+            if rc != 0 {
+                out.push(format!("op {op}: rc {rc}"));
+                return out;
+            }
+            let (k, v) = (
+                read_back(&k, None).unwrap().0,
+                read_back(&v, None).unwrap().0,
+            );
+            out.push(format!(
+                "op {op}: {}={}:{:?}..{:?}",
+                String::from_utf8_lossy(&k),
+                v.len(),
+                v.first(),
+                v.last()
+            ));
+        }
+        op = OP_NEXT;
+    }
+    unreachable!()
+}
+
+/// Read cursors' scans through the C ABI, against LMDB: over many leaves, with values
+/// inline and on overflow pages, in a plain and a DUPSORT DB, on a snapshot that a later
+/// commit changed (deletes and new keys), and with one cursor carried across
+/// `mdb_txn_reset`/`mdb_txn_renew` and `mdb_cursor_renew` to the newer snapshot. The
+/// answers must be LMDB's, step for step: ferrocore takes a shortcut for `MDB_NEXT` on a
+/// read txn's leaf (`DetachedCursor::next_on_leaf`), which must give up on an overflow
+/// value, a DUPSORT DB, the end of a leaf and a new snapshot.
+#[test]
+fn read_cursor_scans_match_lmdb_across_leaves_and_snapshots() {
+    let lib = ferrocore_library();
+    let run = |api: Api| -> Vec<String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = CString::new(dir.path().to_str().unwrap()).unwrap();
+        let key = |i: usize| format!("key{:06}", i * 7 % 3001);
+        let value = |i: usize| {
+            let len = if i.is_multiple_of(97) { 3000 } else { 8 + i % 60 };
+            vec![(i % 251) as u8; len]
+        };
+        let mut answers = Vec::new();
+        // SAFETY: the calls follow lmdb.h; every pointer passed is valid for the call,
+        // and the bytes read back are read before the next call.
+        unsafe {
+            let (mut env, mut txn, mut reader) = (
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            );
+            assert_eq!((api.env_create)(&mut env), 0);
+            assert_eq!((api.env_set_maxdbs)(env, 4), 0);
+            assert_eq!((api.env_open)(env, path.as_ptr(), 0, 0o644), 0);
+            assert_eq!((api.txn_begin)(env, std::ptr::null_mut(), 0, &mut txn), 0);
+            let mut dbis = [0; 2];
+            for (dbi, (name, flags)) in dbis.iter_mut().zip([("plain", 0), ("dups", DUPSORT)]) {
+                let name = CString::new(name).unwrap();
+                assert_eq!((api.dbi_open)(txn, name.as_ptr(), flags | CREATE, dbi), 0);
+            }
+            for i in 0..3000 {
+                let k = key(i);
+                let (v, dup) = (value(i), format!("{}", i % 5));
+                let (mut kv, mut vv) = (in_val(k.as_bytes()), in_val(&v));
+                assert_eq!((api.put)(txn, dbis[0], &mut kv, &mut vv, 0), 0);
+                for d in 0..=i % 3 {
+                    let dup = format!("{dup}{d}");
+                    let (mut kv, mut vv) = (in_val(k.as_bytes()), in_val(dup.as_bytes()));
+                    assert_eq!((api.put)(txn, dbis[1], &mut kv, &mut vv, 0), 0);
+                }
+            }
+            assert_eq!((api.txn_commit)(txn), 0);
+
+            assert_eq!(
+                (api.txn_begin)(env, std::ptr::null_mut(), RDONLY, &mut reader),
+                0
+            );
+            let mut cursors = [std::ptr::null_mut(); 2];
+            for (c, dbi) in cursors.iter_mut().zip(dbis) {
+                assert_eq!((api.cursor_open)(reader, dbi, c), 0);
+                answers.extend(scan_text(api, *c));
+            }
+            // A commit that changes most leaves, while the reader still sees the old ones.
+            assert_eq!((api.txn_begin)(env, std::ptr::null_mut(), 0, &mut txn), 0);
+            for i in 0..3000 {
+                let k = key(i);
+                let mut kv = in_val(k.as_bytes());
+                if i % 3 == 0 {
+                    let rc = (api.del)(txn, dbis[0], &mut kv, std::ptr::null_mut());
+                    assert_eq!(rc, 0);
+                } else if i % 3 == 1 {
+                    let (k, v) = (format!("{k}+"), value(i + 1));
+                    let (mut kv, mut vv) = (in_val(k.as_bytes()), in_val(&v));
+                    assert_eq!((api.put)(txn, dbis[0], &mut kv, &mut vv, 0), 0);
+                }
+            }
+            assert_eq!((api.txn_commit)(txn), 0);
+            answers.extend(scan_text(api, cursors[0]));
+            // The same cursor on the new snapshot, after a reset and renew.
+            (api.txn_reset)(reader);
+            assert_eq!((api.txn_renew)(reader), 0);
+            for c in cursors {
+                assert_eq!((api.cursor_renew)(reader, c), 0);
+                answers.extend(scan_text(api, c));
+                (api.cursor_close)(c);
+            }
+            (api.txn_abort)(reader);
+            (api.env_close)(env);
+        }
+        answers
+    };
+    let (ours, lmdb) = (run(ferrocore_api(&lib)), run(real_api()));
+    assert!(lmdb.len() > 4 * 3000, "{} answers", lmdb.len());
+    assert_eq!(ours.len(), lmdb.len());
+    for (i, (a, b)) in ours.iter().zip(&lmdb).enumerate() {
+        assert_eq!(a, b, "answer {i}");
     }
 }

@@ -21,8 +21,9 @@ use crate::cursor::{CursorCore, SavedPlace};
 use crate::error::{Error, Result};
 use crate::flags::put_flags;
 use crate::format::meta::DbRecord;
-use crate::format::page::PageShape;
+use crate::format::page::{node_flags, PageShape, PageView};
 use crate::order::Orders;
+use crate::store::PageSource;
 use crate::txn::{Database, Item, ReadTxn, Source, WriteCursor, WriteTxn};
 
 /// LMDB's `MDB_cursor_op`, in LMDB's order: the discriminants are the C values.
@@ -237,22 +238,48 @@ impl DetachedCursor {
         value: Option<&[u8]>,
     ) -> Result<Option<Item<'t>>> {
         if let TxnRef::Read(r) = txn {
-            if self.leaf_shape.0 == r.id() && op == CursorOp::Next && self.core.next_on_same_leaf()
-            {
-                // A scan's common step, with nothing to catch up on (a read txn) and no
-                // mark to clear (next_on_same_leaf saw none).
-                self.value_untouched = false;
-                return match r
-                    .source()
-                    .item_with_shape(&self.core, &mut self.leaf_shape.1)
-                {
-                    Ok(item) => Ok(Some(item)),
-                    Err(Error::NotFound) => Ok(None),
-                    Err(e) => Err(e),
-                };
+            if op == CursorOp::Next {
+                if let Some(item) = self.next_on_leaf(r) {
+                    return Ok(Some(item));
+                }
             }
         }
         self.get_general(txn, op, key, value)
+    }
+
+    /// `MDB_NEXT` on a read txn in its common case, the next item of the leaf the cursor
+    /// stands on: a DB without DUPSORT, no mark set, a value stored in the node. `None`
+    /// otherwise, with the cursor unchanged: then [`DetachedCursor::get`] does the move.
+    /// It reads only that leaf and never panics (a C binding may call it before its
+    /// panic guard); the leaf's shape is kept per snapshot (see
+    /// [`Source::item_with_shape`]), so the step parses no header.
+    #[inline]
+    pub fn next_on_leaf<'t>(&mut self, r: &'t ReadTxn<'_>) -> Option<Item<'t>> {
+        let (pgno, idx) = self.core.next_slot_on_leaf()?;
+        let Source::Snapshot(pages) = r.source() else {
+            return None;
+        };
+        let bytes = pages.page(pgno).ok()?;
+        let leaf = match self.leaf_shape {
+            (snapshot, Some(shape)) if snapshot == r.id() && shape.pgno() == pgno => {
+                PageView::with_shape(bytes, shape)?
+            }
+            _ => {
+                let view = PageView::parse(bytes, pgno).ok()?;
+                self.leaf_shape = (r.id(), Some(view.shape()));
+                view
+            }
+        };
+        if idx >= leaf.num_keys() {
+            return None;
+        }
+        let node = leaf.node_inlined(idx).ok()?;
+        if node.flags & (node_flags::BIGDATA | node_flags::DUPDATA) != 0 {
+            return None;
+        }
+        self.core.pos.set_leaf_idx(idx);
+        self.value_untouched = false;
+        Some((node.key, node.data))
     }
 
     /// [`DetachedCursor::get`] for everything but a read cursor's step along its leaf.

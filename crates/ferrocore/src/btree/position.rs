@@ -109,6 +109,33 @@ impl Position {
         Ok(None)
     }
 
+    /// The leaf and slot of the next item if it is on the same leaf, without moving (no
+    /// page read, no panic); `None` otherwise. [`Position::set_leaf_idx`] then moves there.
+    #[inline]
+    pub fn next_slot_on_leaf(&self) -> Option<(u64, usize)> {
+        if self.state != State::Valid {
+            return None;
+        }
+        let level = self.path.depth.checked_sub(1)?;
+        let idx = *self.path.idx.get(level)? as usize + 1;
+        (idx < self.leaf_keys).then(|| (self.path.pgno[level], idx))
+    }
+
+    /// Moves to slot `idx` of the current leaf, one that [`Position::next_slot_on_leaf`]
+    /// returned.
+    #[inline]
+    pub fn set_leaf_idx(&mut self, idx: usize) {
+        debug_assert!(self.state == State::Valid && idx < self.leaf_keys);
+        if let Some(slot) = self
+            .path
+            .depth
+            .checked_sub(1)
+            .and_then(|l| self.path.idx.get_mut(l))
+        {
+            *slot = idx as u16;
+        }
+    }
+
     /// Moves to the next item if it is on the same leaf (no page read); false otherwise,
     /// the position unchanged.
     #[inline]

@@ -393,6 +393,17 @@ impl CursorCore {
         self.op_done(r)
     }
 
+    /// The leaf and slot `MDB_NEXT` would move to if that needs no page but the current
+    /// leaf and nothing else to settle: a DB without DUPSORT, no mark set, a next node on
+    /// this leaf. The cursor does not move (see [`Position::set_leaf_idx`]).
+    #[inline]
+    pub fn next_slot_on_leaf(&self) -> Option<(u64, usize)> {
+        if self.dcmp.is_some() || self.del | self.eof | self.main_past {
+            return None;
+        }
+        self.pos.next_slot_on_leaf()
+    }
+
     /// [`CursorCore::next`] in its common case only: a DB without DUPSORT, a cursor on an
     /// item with no mark set, the next item on the same leaf. False (nothing changed)
     /// otherwise: then `next` does the whole move.
