@@ -326,6 +326,19 @@ impl<'env> WriteTxn<'env> {
             }
             Database::FREE => Err(Error::InvalidArgument("the free DB is read-only")),
             _ => {
+                // The common case: loaded, and no handle closed since (so the handle still
+                // names that DB and its orders are current).
+                let generation = self.env.orders_generation.load(Ordering::Acquire);
+                if self
+                    .named
+                    .get(&db.0)
+                    .is_some_and(|n| n.generation == generation)
+                {
+                    let n = self.named.get_mut(&db.0).expect("looked up above");
+                    n.dirty = true;
+                    self.append_hint = n.append_hint.take();
+                    return Ok((&mut n.record, n.orders));
+                }
                 self.forget_if_reused(db);
                 if !self.named.contains_key(&db.0) {
                     let (name, _, cmp) = catalog_entry(self.env, db, self.handles.serial)?;
