@@ -416,6 +416,13 @@ impl PageSource for DirtyPages<'_> {
 
     #[inline]
     fn pages(&self, pgno: u64, count: usize) -> Result<&[u8]> {
+        if self.mapped.is_some() {
+            // Under WRITE_MAP every page, this txn's or the snapshot's, is read in the map
+            // at its own place (no page is written early, no nested txn keeps copies): no
+            // look-up in the dirty table. Pages this txn allocated end at `next_pgno`.
+            let end = self.readable_end().max(self.next_pgno);
+            return map_pages(self.map, self.page_size, end, pgno, count);
+        }
         if let Some(b) = self.dirty.get(&pgno) {
             if b.len() < count * self.page_size {
                 return Err(Error::corrupted(
