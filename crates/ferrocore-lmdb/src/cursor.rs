@@ -125,8 +125,11 @@ fn writes_key(op: CursorOp) -> bool {
     )
 }
 
-/// Moves the cursor (`mdb_cursor_get`). The hot path of iteration (`MDB_NEXT`): one look at
-/// the handle, one at its txn, then ferrocore's cursor.
+/// Moves the cursor (`mdb_cursor_get`). The hot path of iteration, `MDB_NEXT` on a read
+/// txn to the next item of the same leaf, runs before the panic guard and the op decoding:
+/// one look at the handle, one at its txn, then [`ferrocore::DetachedCursor::next_on_leaf`],
+/// which cannot panic (it reads through checked slices and gives up with `None`).
+/// Everything else goes through `cursor_get`, out of line.
 ///
 /// # Safety
 /// `cursor` is null or a cursor handle (module doc); `key` and `data` null or valid,
