@@ -1533,7 +1533,11 @@ fn read_cursor_scans_match_lmdb_across_leaves_and_snapshots() {
         let path = CString::new(dir.path().to_str().unwrap()).unwrap();
         let key = |i: usize| format!("key{:06}", i * 7 % 3001);
         let value = |i: usize| {
-            let len = if i.is_multiple_of(97) { 3000 } else { 8 + i % 60 };
+            let len = if i.is_multiple_of(97) {
+                3000
+            } else {
+                8 + i % 60
+            };
             vec![(i % 251) as u8; len]
         };
         let mut answers = Vec::new();

@@ -486,6 +486,70 @@ fn cursor_walks_and_positions() {
     assert_eq!(n, 1000);
 }
 
+/// A read cursor's MDB_NEXT over many leaves, with values in the node and on overflow
+/// pages, in a plain and a DUPSORT DB, with a step back now and then: every item in order,
+/// each with its own value (the step along a leaf is a shortcut, `Cursor::next`, that must
+/// hand the rest to the general move: overflow values, DUPSORT sets, a leaf's end).
+#[test]
+fn cursor_next_over_leaves_returns_every_value() {
+    let mut opts = env_options();
+    opts.max_dbs(2);
+    let env = TempEnv::new(&opts);
+    let value = |i: u32| {
+        vec![
+            (i % 251) as u8;
+            if i.is_multiple_of(97) {
+                3000
+            } else {
+                8 + i as usize % 60
+            }
+        ]
+    };
+    let mut txn = env.begin_write().unwrap();
+    let plain = txn
+        .open_db(Some("plain"), ferrocore::db_flags::CREATE)
+        .unwrap();
+    let dups = txn
+        .open_db(
+            Some("dups"),
+            ferrocore::db_flags::CREATE | u32::from(ferrocore::db_flags::DUP_SORT),
+        )
+        .unwrap();
+    for i in 0..3000u32 {
+        txn.put(plain, &i.to_be_bytes(), &value(i), 0).unwrap();
+        for d in 0..=i % 3 {
+            txn.put(dups, &i.to_be_bytes(), &[d as u8], 0).unwrap();
+        }
+    }
+    txn.commit().unwrap();
+    let txn = env.begin_read().unwrap();
+    let mut c = txn.cursor(plain).unwrap();
+    let mut item = c.first().unwrap();
+    for i in 0..3000u32 {
+        let (k, v) = item.unwrap();
+        assert_eq!((k, v), (&i.to_be_bytes()[..], &value(i)[..]), "item {i}");
+        if i % 37 == 36 {
+            assert_eq!(c.prev().unwrap().unwrap().0, &(i - 1).to_be_bytes());
+            assert_eq!(c.next().unwrap().unwrap().0, &i.to_be_bytes());
+        }
+        item = c.next().unwrap();
+    }
+    assert_eq!(item, None);
+    let mut c = txn.cursor(dups).unwrap();
+    let mut item = c.first().unwrap();
+    for i in 0..3000u32 {
+        for d in 0..=i % 3 {
+            assert_eq!(
+                item.unwrap(),
+                (&i.to_be_bytes()[..], &[d as u8][..]),
+                "item {i}.{d}"
+            );
+            item = c.next().unwrap();
+        }
+    }
+    assert_eq!(item, None);
+}
+
 #[test]
 fn write_cursor_put_and_delete() {
     let env = TempEnv::new(&env_options());

@@ -6,7 +6,7 @@ use crate::cursor::{dup_value, CursorCore, DupPos};
 use crate::error::{Error, Result};
 use crate::flags::put_flags;
 use crate::format::meta::DbRecord;
-use crate::format::page::{Node, PageShape, PageView};
+use crate::format::page::{node_flags, Node, PageShape, PageView};
 use crate::order::Orders;
 use crate::store::{DirtyPages, PageSource, SnapshotPages};
 
@@ -186,17 +186,29 @@ impl<'t> Cursor<'t> {
     }
 
     /// Next item, the first if not positioned (`MDB_NEXT`).
+    ///
+    /// Always inlined: a scan's common step (the next node of the leaf the cursor holds a
+    /// view of, in a DB without DUPSORT, no mark set) then costs no call; everything else
+    /// is [`Cursor::next_general`], out of line.
     #[allow(clippy::should_implement_trait)]
-    #[inline]
+    #[inline(always)]
     pub fn next(&mut self) -> Result<Option<Item<'t>>> {
-        // A scan's common step: the next item of the leaf the cursor holds a view of (a DB
-        // without DUPSORT, no mark set; `next_on_same_leaf` checks).
-        if let Some(leaf) = &self.leaf {
-            if leaf.pgno() == self.core.pos.path.leaf() && self.core.next_on_same_leaf() {
-                let node = leaf.node_inlined(self.core.pos.path.leaf_idx())?;
-                return Ok(Some((node.key, self.src.value_for_txn(&node)?)));
+        if let (Some(leaf), Some((pgno, idx))) = (&self.leaf, self.core.next_slot_on_leaf()) {
+            if leaf.pgno() == pgno {
+                if let Ok(node) = leaf.node_inlined(idx) {
+                    if node.flags & (node_flags::BIGDATA | node_flags::DUPDATA) == 0 {
+                        self.core.pos.set_leaf_idx(idx);
+                        return Ok(Some((node.key, node.data)));
+                    }
+                }
             }
         }
+        self.next_general()
+    }
+
+    /// [`Cursor::next`] for all but its common step.
+    #[inline(never)]
+    fn next_general(&mut self) -> Result<Option<Item<'t>>> {
         let moved = self.core.next(&self.src)?;
         self.found(moved)
     }
