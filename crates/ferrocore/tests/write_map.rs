@@ -142,7 +142,10 @@ fn nested_txns_are_refused_under_write_map() {
 }
 
 /// With an explicit map size the file is the map's size from the open on, as LMDB makes
-/// it; growing on demand, the file grows in steps as pages are allocated.
+/// it; growing on demand, the file doubles as pages are allocated (a power of two of at
+/// least 1 MiB: pages are written far from its end), and a synced commit after most of
+/// the data went cuts it back to the step that holds what is left, but never within a
+/// step of what is used (so a file near a step's edge is not cut and grown each commit).
 #[test]
 fn file_length_follows_lmdb_with_a_map_size_and_the_data_without() {
     let size = 64u64 << 20;
@@ -153,14 +156,37 @@ fn file_length_follows_lmdb_with_a_map_size_and_the_data_without() {
     drop(env);
 
     let env = TempEnv::new(&env_options(env_flags::WRITE_MAP, None));
+    let used = |env: &Env| (env.info().unwrap().last_pgno + 1) * 4096;
     fill(&env, 0, 20_000);
-    let used = (env.info().unwrap().last_pgno + 1) * 4096;
-    let len = file_len(env.dir());
-    assert!(len >= used, "the file covers every page: {len} < {used}");
+    let (full, len) = (used(&env), file_len(env.dir()));
+    assert!(len.is_power_of_two(), "{len}");
+    assert!(len >= full && len < 2 * full, "{len} for {full} used");
+    // Deleting a tenth: the file keeps its length.
+    let mut txn = env.begin_write().unwrap();
+    for i in 0..2_000 {
+        let _ = txn.delete(Database::MAIN, &key(i));
+    }
+    txn.commit().unwrap();
+    assert_eq!(file_len(env.dir()), len);
+    // Deleting everything: a few synced commits give the free end back and cut the file to
+    // the step that holds what the metas count.
+    let mut txn = env.begin_write().unwrap();
+    for i in 2_000..20_000 {
+        let _ = txn.delete(Database::MAIN, &key(i));
+    }
+    txn.commit().unwrap();
+    for i in 0..20 {
+        let mut txn = env.begin_write().unwrap();
+        txn.put(Database::MAIN, &key(i), b"small", 0).unwrap();
+        txn.commit().unwrap();
+    }
+    let (left, cut) = (used(&env), file_len(env.dir()));
+    assert!(cut < len / 2, "{cut} of {len}, {left} used");
     assert!(
-        len <= used + used / 8 + (1 << 20) + 4096,
-        "{len} for {used} used"
+        cut.is_power_of_two() && cut >= left,
+        "{cut} for {left} used"
     );
+    env.check().unwrap();
 }
 
 /// As LMDB: a read-only environment ignores WRITE_MAP.

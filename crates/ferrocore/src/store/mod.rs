@@ -29,7 +29,7 @@ mod tail;
 
 pub use checked::CheckedPages;
 pub use dirty::{DirtyPages, FreePages, SpareBuffers};
-pub use mapped::MappedWrites;
+pub use mapped::{mapped_file_len, MappedWrites};
 pub use reclaim::Reclaim;
 pub use snapshot::SnapshotPages;
 

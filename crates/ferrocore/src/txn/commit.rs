@@ -15,8 +15,9 @@
 //! 5. [`CommitStep::FlushMeta`]: `fdatasync`, unless `NO_SYNC` or `NO_META_SYNC`.
 //! 6. Cut the file's end (when the map grows on demand, see [`FileShrink`]): after a
 //!    flushed meta, the file is cut to the pages the two metas on disk count, if that
-//!    frees more than a quarter of it and 1 MiB. Best effort: a failure leaves the file
-//!    longer and fails nothing.
+//!    frees more than a quarter of it and 1 MiB (under `WRITE_MAP`, whose file grows by
+//!    doubling, to the step that holds them, if it is two steps longer). Best effort: a
+//!    failure leaves the file longer and fails nothing.
 //!
 //! Then the txn id is published and readers see the commit.
 //!
@@ -42,7 +43,7 @@ use crate::flags::env_flags;
 use crate::format::meta::{DbRecord, Meta, META_WRITE_SIZE};
 use crate::freelist;
 use crate::shared::EnvInner;
-use crate::store::MappedWrites;
+use crate::store::{mapped_file_len, MappedWrites};
 
 use super::*;
 
@@ -63,7 +64,8 @@ pub(crate) enum FileShrink {
     /// snapshot is live.
     TrimOnly,
     /// Gives back the free tail it took, and cuts the file when that frees more than a
-    /// quarter of it and 1 MiB, if the meta was flushed.
+    /// quarter of it and 1 MiB (see `cut_file_end` for `WRITE_MAP`), if the meta was
+    /// flushed.
     OnCommit,
     /// [`Env::shrink_file`](crate::Env::shrink_file): the txn took every reclaimable
     /// record, and the commit writes and flushes a meta even with nothing changed or in a
@@ -358,11 +360,13 @@ pub(crate) fn grow_file(env: &EnvInner, next_pgno: u64) -> Result<()> {
 /// Step 6: cuts the file to `end` pages (what both metas on disk count) if it is longer:
 /// `exact`, whenever it is; otherwise only when that frees more than a quarter of the file
 /// and more than 1 MiB, so that a file growing and shrinking around one size is not cut
-/// each commit.
+/// each commit. Under `WRITE_MAP`, where the file grows by doubling
+/// ([`mapped_file_len`]), it is cut to the step that holds `end` pages, and only when it
+/// is longer than the step that would hold twice as many (so a txn's growth is never cut
+/// back by its own commit, nor a file around a step's edge cut and grown each commit).
 /// Best effort: on failure the file keeps its length (and its length is read again).
 fn cut_file_end(env: &EnvInner, end: u64, exact: bool) {
-    let ps = env.page_size as u64;
-    let target = end * ps;
+    let used = end * env.page_size as u64;
     let len = match env.file_len.load(Ordering::Acquire) {
         len if len > 0 => len,
         _ => match env.data.len() {
@@ -370,10 +374,14 @@ fn cut_file_end(env: &EnvInner, end: u64, exact: bool) {
             Err(_) => return,
         },
     };
-    // More than a WRITE_MAP txn grows the file by at once (`MappedWrites::cover`), so a
-    // txn's growth is never cut back by its own commit.
-    let slack = if exact { 0 } else { (len / 4).max(1 << 20) };
-    if len <= target + slack {
+    let (target, longest_kept) = if exact {
+        (used, used)
+    } else if env.map.is_writable() {
+        (mapped_file_len(used), mapped_file_len(2 * used))
+    } else {
+        (used, used + (len / 4).max(1 << 20))
+    };
+    if len <= longest_kept {
         env.file_len.store(len, Ordering::Release);
         return;
     }
