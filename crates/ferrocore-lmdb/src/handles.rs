@@ -172,6 +172,8 @@ pub struct MDB_env {
     /// Txns begun and not yet ended: `mdb_env_close` with txns alive leaks the environment
     /// rather than free memory they point into. Only txn begin and end change it.
     live_txns: AtomicUsize,
+    /// The last write txn's heap place, empty, for the next one (see [`WriteBox`]).
+    spare_write: Mutex<Option<WriteBox>>,
 }
 
 impl MDB_env {
@@ -187,6 +189,7 @@ impl MDB_env {
             userctx: std::ptr::null_mut(),
             assert_func: None,
             live_txns: AtomicUsize::new(0),
+            spare_write: Mutex::new(None),
         }
     }
 
@@ -272,14 +275,20 @@ pub struct MDB_txn {
     id: usize,
 }
 
+/// A write txn on the heap (it is much larger than the other states of a txn handle).
+/// The environment keeps the box of the last write txn, emptied, and the next one moves
+/// in: beginning a write txn allocates nothing (a new box each time put the C ABI's
+/// commit above LMDB's count of allocations).
+type WriteBox = Box<Option<WriteTxn<'static>>>;
+
 /// What a txn handle holds.
 enum TxnState {
     /// A read txn with its snapshot.
     Read(ReadTxn<'static>),
     /// A read txn after `mdb_txn_reset`, waiting for `mdb_txn_renew`.
     Reset(InactiveReadTxn<'static>),
-    /// The write txn (boxed: it is much larger than the other states).
-    Write(Box<WriteTxn<'static>>),
+    /// The write txn, always `Some` in this state (see [`WriteBox`]).
+    Write(WriteBox),
     /// A nested txn: its level in the root's write txn (`None` never lasts past its end).
     Nested(Option<NestedLevel>),
     /// Ended (the handle waits in the pool), or transient while a state is replaced.
@@ -384,7 +393,7 @@ pub(crate) unsafe fn access<'a>(txn: *mut MDB_txn) -> Rc<Access<'a>> {
     }
     match &mut t.state {
         TxnState::Read(r) => Ok(Access::Read(r)),
-        TxnState::Write(w) => Ok(Access::Write(w)),
+        TxnState::Write(w) => (**w).as_mut().map(Access::Write).ok_or(MDB_BAD_TXN),
         TxnState::Nested(_) => {
             let mut root = t.parent;
             loop {
@@ -392,7 +401,9 @@ pub(crate) unsafe fn access<'a>(txn: *mut MDB_txn) -> Rc<Access<'a>> {
                 // so nothing else refers to them; the caller's contract covers the rest.
                 let p = unsafe { &mut *root };
                 match &mut p.state {
-                    TxnState::Write(w) => return Ok(Access::Write(w)),
+                    TxnState::Write(w) => {
+                        return (**w).as_mut().map(Access::Write).ok_or(MDB_BAD_TXN)
+                    }
                     TxnState::Nested(_) => root = p.parent,
                     _ => return Err(MDB_BAD_TXN),
                 }
@@ -492,7 +503,15 @@ pub(crate) unsafe fn begin_txn(env: *mut MDB_env, read_only: bool) -> Rc<*mut MD
     } else {
         let w = open.begin_write().rc()?;
         handle.id = w.id() as usize;
-        handle.state = TxnState::Write(Box::new(w));
+        // SAFETY: the caller's contract: `env` is live (only a shared reference is made).
+        let spare = unsafe { &*env }
+            .spare_write
+            .lock()
+            .ok()
+            .and_then(|mut s| s.take());
+        let mut place = spare.unwrap_or_default();
+        *place = Some(w);
+        handle.state = TxnState::Write(place);
     }
     // SAFETY: the caller's contract: `env` is live (only a shared reference is made).
     unsafe { &*env }.live_txns.fetch_add(1, Ordering::AcqRel);
@@ -575,9 +594,14 @@ pub(crate) unsafe fn end_txn(txn: *mut MDB_txn, commit: bool) -> Rc {
             }
         }
         TxnState::Reset(_) | TxnState::Ended => {}
-        TxnState::Write(w) => {
-            if commit {
-                rc = (*w).commit().rc();
+        TxnState::Write(mut place) => {
+            match place.take() {
+                Some(w) if commit => rc = w.commit().rc(),
+                // Dropped: aborted.
+                _ => {}
+            }
+            if let Ok(mut spare) = t.env().spare_write.lock() {
+                *spare = Some(place);
             }
         }
         TxnState::Nested(level) => {
