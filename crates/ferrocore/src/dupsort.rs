@@ -345,25 +345,24 @@ impl<S: PageStore> DupTree<'_, S> {
     /// ([`DupTree::store_values`]: a sub-page packed tightly, or a sub-DB). The values are
     /// copied out of the leaf once, into one buffer, before the tree changes.
     fn regroup(&mut self, key: &[u8], value: &[u8], leaf: u64, idx: usize) -> Result<()> {
-        let mut bytes = Vec::new();
-        let mut ends = Vec::new();
-        {
+        let (bytes, ends) = {
             let page = btree::view(&*self.tree.store, leaf)?;
             let node = page.node(idx)?;
-            let mut keep = |v: &[u8]| {
-                bytes.extend_from_slice(v);
-                ends.push(bytes.len());
-            };
             match dups_of(&node, leaf)? {
-                Dups::Single(v) => keep(v),
+                Dups::Single(v) => (v.to_vec(), vec![v.len()]),
                 Dups::SubPage(sub) => {
+                    // Sized once: the sub-page's node area bounds the values' bytes.
+                    let mut bytes = Vec::with_capacity(sub.bytes().len());
+                    let mut ends = Vec::with_capacity(sub.num_keys());
                     for i in 0..sub.num_keys() {
-                        keep(sub.key(i)?);
+                        bytes.extend_from_slice(sub.key(i)?);
+                        ends.push(bytes.len());
                     }
+                    (bytes, ends)
                 }
                 Dups::SubDb(_) => unreachable!("a sub-DB takes values in place"),
             }
-        }
+        };
         let mut values: Vec<&[u8]> = Vec::with_capacity(ends.len() + 1);
         let mut start = 0;
         for &end in &ends {
