@@ -251,8 +251,7 @@ impl DetachedCursor {
     /// stands on: a DB without DUPSORT, no mark set, a value stored in the node. `None`
     /// otherwise, with the cursor unchanged: then [`DetachedCursor::get`] does the move.
     /// It reads only that leaf and never panics (a C binding may call it before its
-    /// panic guard); the leaf's shape is kept per snapshot (see
-    /// [`Source::item_with_shape`]), so the step parses no header.
+    /// panic guard); the leaf's shape is kept per snapshot, so the step parses no header.
     #[inline]
     pub fn next_on_leaf<'t>(&mut self, r: &'t ReadTxn<'_>) -> Option<Item<'t>> {
         let (pgno, idx) = self.core.next_slot_on_leaf()?;

@@ -136,21 +136,6 @@ impl Position {
         }
     }
 
-    /// Moves to the next item if it is on the same leaf (no page read); false otherwise,
-    /// the position unchanged.
-    #[inline]
-    pub fn next_on_leaf(&mut self) -> bool {
-        if self.state != State::Valid {
-            return false;
-        }
-        let level = self.path.leaf_level();
-        if (self.path.idx[level] as usize) + 1 < self.leaf_keys {
-            self.path.idx[level] += 1;
-            return true;
-        }
-        false
-    }
-
     /// Moves to the next item. Returns false (leaving the cursor on the last item) at the end.
     pub fn next<S: PageSource + ?Sized>(&mut self, src: &S, db: &DbRecord) -> Result<bool> {
         match self.state {

@@ -386,7 +386,8 @@ impl CursorCore {
         // The common case of a scan, inline: a DB without DUPSORT, a cursor on an item with
         // no mark set, the next item on the same leaf. (`enter` would only reset the
         // values-cursor state, which a DB without DUPSORT does not use.)
-        if self.next_on_same_leaf() {
+        if let Some((_, idx)) = self.next_slot_on_leaf() {
+            self.pos.set_leaf_idx(idx);
             return Ok(true);
         }
         let r = self.next_op(src, Step::Any);
@@ -402,14 +403,6 @@ impl CursorCore {
             return None;
         }
         self.pos.next_slot_on_leaf()
-    }
-
-    /// [`CursorCore::next`] in its common case only: a DB without DUPSORT, a cursor on an
-    /// item with no mark set, the next item on the same leaf. False (nothing changed)
-    /// otherwise: then `next` does the whole move.
-    #[inline]
-    pub fn next_on_same_leaf(&mut self) -> bool {
-        self.dcmp.is_none() && !(self.del | self.eof | self.main_past) && self.pos.next_on_leaf()
     }
 
     /// `MDB_PREV`: the previous value of this key, else the last of the previous key.

@@ -189,7 +189,7 @@ impl<'t> Cursor<'t> {
     ///
     /// Always inlined: a scan's common step (the next node of the leaf the cursor holds a
     /// view of, in a DB without DUPSORT, no mark set) then costs no call; everything else
-    /// is [`Cursor::next_general`], out of line.
+    /// is `next_general`, out of line.
     #[allow(clippy::should_implement_trait)]
     #[inline(always)]
     pub fn next(&mut self) -> Result<Option<Item<'t>>> {
