@@ -1,5 +1,5 @@
 //! Runs every (workload group, engine) pair in a child process of this same binary,
-//! interleaved (A B C D A B C D ...) over the repetitions, collects what the children
+//! interleaved over the repetitions (A B C, B C A, C A B, ...), collects what the children
 //! report, and renders medians as text or markdown tables and as JSON.
 
 use std::collections::BTreeMap;
@@ -130,7 +130,11 @@ pub fn run(args: &RunArgs) -> Report {
             .filter(|k| args.engines.is_empty() || args.engines.contains(k) || *k == Kind::Lmdb)
             .collect();
         for rep in 0..args.reps {
-            for &engine in &engines {
+            // Each repetition starts one engine further on, so that no engine always runs
+            // in the same place: first, or right after the same other engine (whose
+            // deleted files and written-back pages the next synced writes may meet).
+            let turn = rep % engines.len().max(1);
+            for &engine in engines[turn..].iter().chain(&engines[..turn]) {
                 eprint!(
                     "{group:?} rep {}/{} {:<34}",
                     rep + 1,

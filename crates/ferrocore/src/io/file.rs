@@ -12,6 +12,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The data file, as the engine changes it. Implementations must write through to
 /// [`DataFile::file`] (the engine maps that file and reads what it wrote from the map), and
@@ -46,6 +47,19 @@ pub trait DataFile: Send + Sync {
     /// read it back.
     fn sync_data(&self) -> io::Result<()>;
 
+    /// Writes `buf` at `offset` and makes that write durable: the meta page's write and
+    /// flush. The default is [`DataFile::write_at`] then [`DataFile::sync_data`], as two
+    /// calls. [`OsFile`] makes one `pwritev2` with `RWF_DSYNC` (LMDB writes its meta
+    /// through a second descriptor opened `O_DSYNC`, the same thing), which syncs only this
+    /// write's range: the commit calls it right after flushing the data pages, so nothing
+    /// else is waiting, and on Linux 6.18 over ext4 it costs half an `fdatasync` (strace:
+    /// 0.13 ms against 0.27 ms on W6's 250 MB file).
+    fn write_at_synced(&self, offset: u64, buf: &[u8]) -> Result<(), SyncedWriteError> {
+        self.write_at(offset, buf)
+            .map_err(SyncedWriteError::Write)?;
+        self.sync_data().map_err(SyncedWriteError::Sync)
+    }
+
     /// Sets the file's length (a commit grows it, and cuts its free end, see
     /// `FileShrink`).
     fn set_len(&self, len: u64) -> io::Result<()>;
@@ -56,21 +70,75 @@ pub trait DataFile: Send + Sync {
     }
 }
 
-/// The real data file: positioned vectored writes in calls of at most 256 KiB (as LMDB's),
-/// and `fdatasync`.
+/// Which half of [`DataFile::write_at_synced`] failed.
 #[derive(Debug)]
-pub struct OsFile(File);
+pub enum SyncedWriteError {
+    /// The write (nothing is known to be durable).
+    Write(io::Error),
+    /// The flush after a whole write (or the one call doing both).
+    Sync(io::Error),
+}
+
+/// The real data file: positioned vectored writes in calls of at most 256 KiB (as LMDB's),
+/// `fdatasync`, and synced writes with `RWF_DSYNC`.
+#[derive(Debug)]
+pub struct OsFile {
+    file: File,
+    /// False once the kernel refused `pwritev2`'s `RWF_DSYNC` (before Linux 4.7, or a file
+    /// system without it): synced writes are then a write and an `fdatasync`.
+    dsync_writes: AtomicBool,
+}
 
 impl OsFile {
     /// The seam over `file`, opened for reading and writing.
     pub fn new(file: File) -> OsFile {
-        OsFile(file)
+        OsFile {
+            file,
+            dsync_writes: AtomicBool::new(true),
+        }
+    }
+
+    /// One `pwritev2(RWF_DSYNC)` of all of `buf` at `offset`, or `None` if the kernel does
+    /// not have it.
+    fn write_dsync(&self, offset: u64, buf: &[u8]) -> Option<io::Result<()>> {
+        let iov = libc::iovec {
+            iov_base: buf.as_ptr() as *mut libc::c_void,
+            iov_len: buf.len(),
+        };
+        loop {
+            // SAFETY: `iov` points at `buf`, borrowed for this call; pwritev2 only reads it.
+            let n = unsafe {
+                libc::pwritev2(
+                    self.file.as_raw_fd(),
+                    &iov,
+                    1,
+                    offset as libc::off_t,
+                    libc::RWF_DSYNC,
+                )
+            };
+            if n == buf.len() as isize {
+                return Some(Ok(()));
+            }
+            if n >= 0 {
+                // A short write (a full disk): the rest, then a flush, by the plain path.
+                return None;
+            }
+            let err = io::Error::last_os_error();
+            match err.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::ENOSYS | libc::EOPNOTSUPP | libc::EINVAL) => {
+                    self.dsync_writes.store(false, Ordering::Relaxed);
+                    return None;
+                }
+                _ => return Some(Err(err)),
+            }
+        }
     }
 }
 
 impl DataFile for OsFile {
     fn file(&self) -> &File {
-        &self.0
+        &self.file
     }
 
     fn write_vectored_at(
@@ -79,20 +147,31 @@ impl DataFile for OsFile {
         bufs: &mut dyn Iterator<Item = &[u8]>,
     ) -> io::Result<()> {
         for_each_batch(offset, bufs, |at, pieces, len| {
-            write_batch(&self.0, at, pieces, len)
+            write_batch(&self.file, at, pieces, len)
         })
     }
 
     fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
-        self.0.write_all_at(buf, offset)
+        self.file.write_all_at(buf, offset)
     }
 
     fn sync_data(&self) -> io::Result<()> {
-        self.0.sync_data()
+        self.file.sync_data()
+    }
+
+    fn write_at_synced(&self, offset: u64, buf: &[u8]) -> Result<(), SyncedWriteError> {
+        if self.dsync_writes.load(Ordering::Relaxed) {
+            if let Some(done) = self.write_dsync(offset, buf) {
+                return done.map_err(SyncedWriteError::Sync);
+            }
+        }
+        self.write_at(offset, buf)
+            .map_err(SyncedWriteError::Write)?;
+        self.sync_data().map_err(SyncedWriteError::Sync)
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
-        self.0.set_len(len)
+        self.file.set_len(len)
     }
 }
 
@@ -265,5 +344,50 @@ mod tests {
         let mut got = vec![0u8; want.len()];
         file.read_exact_at(&mut got, 8192).unwrap();
         assert!(got == want, "file content differs from the buffers written");
+    }
+
+    /// A synced write lands at its offset whether the kernel takes `RWF_DSYNC` or the
+    /// write falls back to a write and a flush; writing past the end grows the file.
+    #[test]
+    fn synced_writes_land_in_place_on_both_paths() {
+        for dsync in [true, false] {
+            let file = tempfile::tempfile().unwrap();
+            let data = OsFile::new(file.try_clone().unwrap());
+            data.dsync_writes.store(dsync, Ordering::Relaxed);
+            data.write_at(0, &buffer(0, 8192)).unwrap();
+            data.write_at_synced(4096, &buffer(1, 176)).unwrap();
+            data.write_at_synced(12288, &buffer(2, 4096)).unwrap();
+            assert_eq!(data.len().unwrap(), 16384, "dsync {dsync}");
+            let mut got = vec![0u8; 16384];
+            file.read_exact_at(&mut got, 0).unwrap();
+            let mut want = buffer(0, 8192);
+            want[4096..4096 + 176].copy_from_slice(&buffer(1, 176));
+            want.resize(12288, 0);
+            want.extend(buffer(2, 4096));
+            assert!(got == want, "dsync {dsync}: file content differs");
+            assert_eq!(data.dsync_writes.load(Ordering::Relaxed), dsync);
+        }
+    }
+
+    /// A synced write the kernel refuses fails as the flush: nothing is known durable.
+    #[test]
+    fn a_refused_synced_write_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("read-only");
+        std::fs::write(&path, [0u8; 4096]).unwrap();
+        for dsync in [true, false] {
+            let data = OsFile::new(File::open(&path).unwrap());
+            data.dsync_writes.store(dsync, Ordering::Relaxed);
+            let err = data.write_at_synced(0, &[1u8; 176]).unwrap_err();
+            let io = match &err {
+                SyncedWriteError::Write(e) | SyncedWriteError::Sync(e) => e,
+            };
+            assert_eq!(
+                io.raw_os_error(),
+                Some(libc::EBADF),
+                "dsync {dsync}: {err:?}"
+            );
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), [0u8; 4096]);
     }
 }

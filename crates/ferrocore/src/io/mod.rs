@@ -6,5 +6,5 @@ pub mod fault;
 mod file;
 mod map;
 
-pub use file::{DataFile, OsFile, MAX_WRITE_BYTES};
+pub use file::{DataFile, OsFile, SyncedWriteError, MAX_WRITE_BYTES};
 pub use map::{Map, DEFAULT_RESERVATION};
