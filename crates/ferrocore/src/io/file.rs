@@ -125,7 +125,7 @@ impl OsFile {
             }
             let err = io::Error::last_os_error();
             match err.raw_os_error() {
-                Some(libc::EINTR) => continue,
+                Some(libc::EINTR) => {}
                 Some(libc::ENOSYS | libc::EOPNOTSUPP | libc::EINVAL) => {
                     self.dsync_writes.store(false, Ordering::Relaxed);
                     return None;
