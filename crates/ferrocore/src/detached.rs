@@ -21,7 +21,7 @@ use crate::cursor::{CursorCore, SavedPlace};
 use crate::error::{Error, Result};
 use crate::flags::put_flags;
 use crate::format::meta::DbRecord;
-use crate::format::page::{node_flags, PageShape, PageView};
+use crate::format::page::{PageShape, PageView};
 use crate::order::Orders;
 use crate::store::PageSource;
 use crate::txn::{Database, Item, ReadTxn, Source, WriteCursor, WriteTxn};
@@ -269,16 +269,13 @@ impl DetachedCursor {
                 view
             }
         };
-        if idx >= leaf.num_keys() {
+        if !leaf.is_leaf() || leaf.is_leaf2() {
             return None;
         }
-        let node = leaf.node_inlined(idx).ok()?;
-        if node.flags & (node_flags::BIGDATA | node_flags::DUPDATA) != 0 {
-            return None;
-        }
+        let item = leaf.plain_leaf_item(idx)?;
         self.core.pos.set_leaf_idx(idx);
         self.value_untouched = false;
-        Some((node.key, node.data))
+        Some(item)
     }
 
     /// [`DetachedCursor::get`] for everything but a read cursor's step along its leaf.

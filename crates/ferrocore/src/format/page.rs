@@ -488,6 +488,38 @@ impl<'a> PageView<'a> {
         })
     }
 
+    /// Key and value of node `i` of a leaf that is not LEAF2, if the value is stored in the
+    /// node (no overflow, no DUPSORT values); `None` for anything else, a damaged node
+    /// included (then [`PageView::node`] says what is wrong). The checks are
+    /// [`PageView::node`]'s, less those its caller's shape already answers.
+    #[inline(always)]
+    pub fn plain_leaf_item(&self, i: usize) -> Option<(&'a [u8], &'a [u8])> {
+        debug_assert!(self.fixed == 0 && self.is_leaf(), "a plain leaf page");
+        if i >= self.num_keys {
+            return None;
+        }
+        let b = self.bytes;
+        let slot = PAGE_HEADER_SIZE + 2 * i;
+        let &[o0, o1] = b.get(slot..slot + 2)? else {
+            return None;
+        };
+        let off = u16::from_le_bytes([o0, o1]) as usize;
+        if off < self.upper {
+            return None;
+        }
+        let &[l0, l1, h0, h1, f0, f1, k0, k1] = b.get(off..off + NODE_HEADER_SIZE)? else {
+            return None;
+        };
+        if u16::from_le_bytes([f0, f1]) & (node_flags::BIGDATA | node_flags::DUPDATA) != 0 {
+            return None;
+        }
+        let dsize =
+            (u16::from_le_bytes([l0, l1]) as usize) | (u16::from_le_bytes([h0, h1]) as usize) << 16;
+        let key_start = off + NODE_HEADER_SIZE;
+        let key_end = key_start + u16::from_le_bytes([k0, k1]) as usize;
+        Some((b.get(key_start..key_end)?, b.get(key_end..key_end + dsize)?))
+    }
+
     /// Key of node `i` (empty for node 0 of a branch); checks only what the key needs.
     #[inline(always)]
     pub fn key(&self, i: usize) -> Result<&'a [u8]> {
