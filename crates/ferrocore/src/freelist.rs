@@ -56,18 +56,19 @@ fn record_at<'s>(pos: &Position, src: &'s dyn PageSource) -> Result<(u64, &'s [u
     Ok((u64::from_le_bytes(key), value))
 }
 
-/// Of the newest `count` free-DB records with keys in `from..limit`, those whose highest
-/// page (the first of the IDL, which lists pages in descending order) is `near_end` or
-/// above, newest first: their keys and pages. One descent, then a step back per record;
-/// a record is decoded only if it qualifies.
+/// Of the `count` newest free-DB records with keys in `from..limit` and below `below`,
+/// those whose highest page (the first of the IDL, which lists pages in descending order)
+/// is `near_end` or above, newest first: their keys and pages. One descent, then a step
+/// back per record; a record is decoded only if it qualifies.
 fn records_near_end(
     src: &dyn PageSource,
     free_db: &DbRecord,
     (from, limit): (u64, u64),
     near_end: u64,
-    count: usize,
+    (count, below): (usize, u64),
 ) -> Result<Vec<(u64, Vec<u64>)>> {
     let mut found = Vec::new();
+    let limit = limit.min(below);
     if from >= limit {
         return Ok(found);
     }
@@ -99,20 +100,30 @@ fn records_near_end(
 }
 
 /// How often (in txn ids) a commit looks for the records that list pages near the end,
-/// and how many of the newest records it looks at: those written since the last look.
+/// and how many records each round of the look reads.
 const TAIL_LOOKUP_EVERY: u64 = 16;
+
+/// Most rounds of one look: each after a round that gave pages back (so the work is in
+/// proportion to what goes back; the cap only bounds a pathological free list).
+const TAIL_LOOKUP_ROUNDS: usize = 64;
 
 /// Before commit `txnid` gives the free end of the file back: trims the free pages it
 /// took; and every [`TAIL_LOOKUP_EVERY`]th commit, takes those of the newest
 /// `TAIL_LOOKUP_EVERY` reclaimable records that list a page near the end (among the last
-/// 64th of the snapshot, and at least its last 16 pages), and trims again.
+/// 64th of the snapshot, and at least its last 16 pages), and trims again. A round that
+/// gave pages back is followed by one over the records below the oldest it took, up to
+/// [`TAIL_LOOKUP_ROUNDS`].
 ///
 /// Allocation takes the free list oldest first, and it is written back with the lowest
 /// pages under the oldest keys, so the pages a large delete frees at the end wait in a
 /// newer record. Taken here, they go back (the pages not trimmed) in this commit's own
 /// record, the newest, which the next look finds if they are still near the end. Near,
 /// not last: a large record's own pages are often the last ones, allocated after those it
-/// lists; taking it frees them, and the next look gives them back. The look is one descent
+/// lists; taking it frees them, and the next look gives them back. A large pool is written
+/// back in several records under consecutive old keys, the highest pages under the
+/// highest key: once the free end's top record is given back, the next part of the end is
+/// in the record just below it, which the next round finds (with the newest records only,
+/// a file kept 80 MB of free end for good, `tests/write_map.rs`). A round is one descent
 /// of the free DB and a step per record (a few thousand instructions), hence not on every
 /// commit.
 pub fn take_tail_records(pages: &mut DirtyPages<'_>, txnid: u64) -> Result<()> {
@@ -123,19 +134,28 @@ pub fn take_tail_records(pages: &mut DirtyPages<'_>, txnid: u64) -> Result<()> {
     let Some((free_db, from, limit)) = pages.reclaim.untaken() else {
         return Ok(());
     };
-    let window = (pages.next_pgno / 64).max(16);
-    let near_end = pages.next_pgno.saturating_sub(window);
-    let near = records_near_end(
-        &*pages,
-        &free_db,
-        (from, limit),
-        near_end,
-        TAIL_LOOKUP_EVERY as usize,
-    )?;
-    for (key, list) in near {
-        pages.take_record(key, &list, false)?;
+    let mut below = u64::MAX;
+    for _ in 0..TAIL_LOOKUP_ROUNDS {
+        let window = (pages.next_pgno / 64).max(16);
+        let near_end = pages.next_pgno.saturating_sub(window);
+        let near = records_near_end(
+            &*pages,
+            &free_db,
+            (from, limit),
+            near_end,
+            (TAIL_LOOKUP_EVERY as usize, below),
+        )?;
+        let Some(&(oldest, _)) = near.last() else {
+            break;
+        };
+        below = oldest;
+        for (key, list) in near {
+            pages.take_record(key, &list, false)?;
+        }
+        if pages.trim_free_tail() == 0 {
+            break;
+        }
     }
-    pages.trim_free_tail();
     Ok(())
 }
 

@@ -313,3 +313,54 @@ fn small_random_commits_keep_the_free_list_exact_while_giving_the_end_back() {
         .collect();
     assert!(found == expected, "the DB does not hold the model");
 }
+
+/// A delete of most of a large file: its free pages go back through the pool, which is
+/// written back in several records under consecutive old keys (the highest pages under
+/// the highest key). Each look for records near the end follows that chain down while it
+/// gives pages back, so a few looks give the whole free end back (with only the newest
+/// records looked at, 80 MB of the 86 MB stayed for good).
+#[test]
+fn a_large_free_end_in_many_records_goes_back_within_a_few_looks() {
+    let (env, _) = temp_env(EnvOptions::new());
+    let used = |env: &Env| env.info().unwrap().last_pgno + 1;
+    let small = |i: u32| format!("key{i:06}").into_bytes();
+    let mut txn = env.begin_write().unwrap();
+    for i in 0..20_000u32 {
+        let len = if i % 97 == 0 { 9000 } else { 100 };
+        txn.put(Database::MAIN, &small(i), &vec![1u8; len], 0)
+            .unwrap();
+    }
+    for i in (0..20_000).step_by(5) {
+        txn.delete(Database::MAIN, &small(i)).unwrap();
+    }
+    txn.commit().unwrap();
+    let big = |i: u32| format!("big{i:04}").into_bytes();
+    let mut txn = env.begin_write().unwrap();
+    for i in 0..600 {
+        txn.put(Database::MAIN, &big(i), &vec![i as u8; 128 << 10], 0)
+            .unwrap();
+    }
+    txn.commit().unwrap();
+    let peak = used(&env);
+    let mut txn = env.begin_write().unwrap();
+    for i in 0..600 {
+        txn.delete(Database::MAIN, &big(i)).unwrap();
+    }
+    for i in 0..20_000 {
+        let _ = txn.delete(Database::MAIN, &small(i));
+    }
+    txn.commit().unwrap();
+    for i in 0..48u32 {
+        let mut txn = env.begin_write().unwrap();
+        txn.put(Database::MAIN, &key(i), b"small", 0).unwrap();
+        txn.commit().unwrap();
+    }
+    let left = used(&env);
+    assert!(left < peak / 50, "{left} of {peak} pages still used");
+    let len = file_len(env.dir());
+    assert!(
+        len < peak * 4096 / 20,
+        "a file of {len} bytes, {left} pages used"
+    );
+    env.check().unwrap();
+}
