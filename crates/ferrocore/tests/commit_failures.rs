@@ -288,13 +288,11 @@ fn write_map_growth_failing_fails_the_operation_only() {
     let base = contents(&env);
     assert!(previous != base);
     let mut txn = env.begin_write().unwrap();
-    // Fail the next call, whatever it is: the txn's first growth of the file (past its
-    // first 64 MiB).
+    // Fail the next call, whatever it is: the txn's first growth of the file.
     inj.fail_call(inj.calls(), Fault::NoSpace);
     let mut failed = None;
-    let value = vec![7u8; 1 << 20];
-    for i in 0..200u32 {
-        if let Err(e) = txn.put(Database::MAIN, &key(1000 + i), &value, 0) {
+    for i in 0..20_000u32 {
+        if let Err(e) = txn.put(Database::MAIN, &key(1000 + i), &[7u8; 200], 0) {
             failed = Some(e);
             break;
         }

@@ -142,14 +142,15 @@ fn nested_txns_are_refused_under_write_map() {
 }
 
 /// With an explicit map size the file is the map's size from the open on, as LMDB makes
-/// it; growing on demand, the file is 64 MiB (sparse) until the data passes that, then
-/// doubles as pages are allocated, and a synced commit after most of the data went cuts it
-/// back to the step that holds what is left, but never within a step of what is used (so a
+/// it; growing on demand, the file grows in steps of four as pages are allocated (a power
+/// of four of at least 1 MiB), and synced commits after most of the data went cut it back
+/// to the step that holds what is left, but never within a step of what is used (so a
 /// file near a step's edge is not cut and grown each commit).
 #[test]
 fn file_length_follows_lmdb_with_a_map_size_and_the_data_without() {
-    const FLOOR: u64 = 64 << 20;
-    let size = 96u64 << 20;
+    const MIB: u64 = 1 << 20;
+    let is_step = |len: u64| len.is_power_of_two() && len.trailing_zeros().is_multiple_of(2);
+    let size = 64 * MIB;
     let env = TempEnv::new(&env_options(env_flags::WRITE_MAP, Some(size)));
     assert_eq!(file_len(env.dir()), size);
     fill(&env, 0, 1000);
@@ -159,27 +160,40 @@ fn file_length_follows_lmdb_with_a_map_size_and_the_data_without() {
     let env = TempEnv::new(&env_options(env_flags::WRITE_MAP, None));
     let used = |env: &Env| (env.info().unwrap().last_pgno + 1) * 4096;
     fill(&env, 0, 20_000);
-    assert!(used(&env) < FLOOR / 4);
-    assert_eq!(file_len(env.dir()), FLOOR, "the first step is the floor");
-    // Past the floor: the file doubles.
+    let (small, len) = (used(&env), file_len(env.dir()));
+    assert!(
+        is_step(len) && len >= small && len < 4 * small,
+        "{len} for {small} used"
+    );
+    // More data: the file takes the next step that holds it.
     let big = |i: u32| (format!("big{i:04}").into_bytes(), vec![i as u8; 128 << 10]);
     let mut txn = env.begin_write().unwrap();
-    for i in 0..600 {
+    for i in 0..200 {
         let (k, v) = big(i);
         txn.put(Database::MAIN, &k, &v, 0).unwrap();
     }
     txn.commit().unwrap();
     let (full, len) = (used(&env), file_len(env.dir()));
-    assert!(full > FLOOR, "{full} used");
-    assert_eq!(len, 2 * FLOOR, "{len} for {full} used");
+    assert!(
+        is_step(len) && len >= full && len < 4 * full,
+        "{len} for {full} used"
+    );
+    assert!(len >= 16 * MIB, "{len} for {full} used");
+    // Deleting a tenth of the small keys: the file keeps its length.
+    let mut txn = env.begin_write().unwrap();
+    for i in 0..2_000 {
+        let _ = txn.delete(Database::MAIN, &key(i));
+    }
+    txn.commit().unwrap();
+    assert_eq!(file_len(env.dir()), len);
     // Deleting everything: synced commits give the free end back in bounded steps (each
     // 16th looks for free-list records near the end) and cut the file to the step that
-    // holds what the metas count, the floor here.
+    // holds what the metas count.
     let mut txn = env.begin_write().unwrap();
-    for i in 0..600 {
+    for i in 0..200 {
         txn.delete(Database::MAIN, &big(i).0).unwrap();
     }
-    for i in 0..20_000 {
+    for i in 2_000..20_000 {
         let _ = txn.delete(Database::MAIN, &key(i));
     }
     txn.commit().unwrap();
@@ -189,22 +203,9 @@ fn file_length_follows_lmdb_with_a_map_size_and_the_data_without() {
         txn.commit().unwrap();
     }
     let (left, cut) = (used(&env), file_len(env.dir()));
-    assert!(left < FLOOR / 4, "{left} used");
-    assert_eq!(cut, FLOOR, "{cut} of {len}, {left} used");
-    // Below the floor the file neither grows nor is cut.
-    for round in 0..2 {
-        let mut txn = env.begin_write().unwrap();
-        for i in 0..100 {
-            let (k, v) = big(i);
-            if round == 0 {
-                txn.put(Database::MAIN, &k, &v, 0).unwrap();
-            } else {
-                txn.delete(Database::MAIN, &k).unwrap();
-            }
-        }
-        txn.commit().unwrap();
-        assert_eq!(file_len(env.dir()), FLOOR, "round {round}");
-    }
+    assert!(left < full / 8, "{left} of {full} still used");
+    assert!(cut < len / 4, "{cut} of {len}, {left} used");
+    assert!(is_step(cut) && cut >= left, "{cut} for {left} used");
     env.check().unwrap();
 }
 

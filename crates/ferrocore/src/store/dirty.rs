@@ -1,6 +1,8 @@
 //! The write txn's pages: dirty copies over the base snapshot, allocation from free pages
 //! and past the end, and the spare buffers kept from one txn to the next.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use crate::error::{Error, Result};
 use crate::format::meta::Meta;
 use crate::io::Map;
@@ -111,7 +113,17 @@ pub struct DirtyPages<'e> {
     pub(super) checked: CheckedPages,
     /// Buffers for taking free-DB records into the pool.
     pool_scratch: PoolScratch,
+    /// Under `WRITE_MAP`: a single page known to be in `dirty` (as one mapped page), or
+    /// `NO_PAGE`. A put asks about the same page several times in a row (touch, then the
+    /// edit, then the next level's parent); this answers without a look-up. Set only from
+    /// `dirty`, and cleared whenever a page leaves it (`free`, `take_spare`, both `&mut`).
+    /// Atomic only so that the store stays `Sync` (cursors share it): the txn's thread is
+    /// the only one to touch it, and it is a plain load and store.
+    mapped_hot: AtomicU64,
 }
+
+/// No page: `mapped_hot`'s empty value (page numbers are far below it).
+const NO_PAGE: u64 = u64::MAX;
 
 impl<'e> DirtyPages<'e> {
     /// Starts a write transaction over the snapshot whose last page is `last_pgno`;
@@ -159,6 +171,7 @@ impl<'e> DirtyPages<'e> {
             early: EarlyWrites::default(),
             checked,
             pool_scratch,
+            mapped_hot: AtomicU64::new(NO_PAGE),
         }
     }
 
@@ -221,6 +234,7 @@ impl<'e> DirtyPages<'e> {
         let ps = self.page_size;
         let keep = KEEP_BYTES / ps;
         let held = self.dirty.len();
+        self.mapped_hot.store(NO_PAGE, Ordering::Relaxed);
         for (_, b) in self.dirty.drain() {
             let PageBuf::Heap(b) = b else { continue };
             if b.len() == ps {
@@ -385,6 +399,9 @@ impl<'e> DirtyPages<'e> {
         };
         let old = self.dirty.insert(pgno, buf);
         debug_assert!(old.is_none(), "page {pgno} allocated while dirty");
+        if count == 1 && self.mapped.is_some() {
+            self.mapped_hot.store(pgno, Ordering::Relaxed);
+        }
         if let Some(level) = self.nested.last_mut() {
             level.allocated.insert(pgno);
         }
@@ -441,7 +458,19 @@ impl PageSource for DirtyPages<'_> {
 impl PageStore for DirtyPages<'_> {
     #[inline]
     fn is_dirty(&self, pgno: u64) -> bool {
-        self.dirty.contains_key(&pgno)
+        if self.mapped_hot.load(Ordering::Relaxed) == pgno {
+            return true;
+        }
+        match self.dirty.get(&pgno) {
+            Some(PageBuf::Mapped(len)) => {
+                if *len == self.page_size {
+                    self.mapped_hot.store(pgno, Ordering::Relaxed);
+                }
+                true
+            }
+            Some(PageBuf::Heap(_)) => true,
+            None => false,
+        }
     }
 
     #[inline]
@@ -449,12 +478,29 @@ impl PageStore for DirtyPages<'_> {
     // is a slice of the map, and only this store knows which pages nothing else reaches.
     #[allow(unsafe_code)]
     fn dirty_mut(&mut self, pgno: u64) -> &mut [u8] {
+        if self.mapped_hot.load(Ordering::Relaxed) == pgno {
+            debug_assert!(
+                self.nested.is_empty()
+                    && matches!(self.dirty.get(&pgno), Some(PageBuf::Mapped(l)) if *l == self.page_size),
+                "the hot page {pgno} is not a dirty mapped page"
+            );
+            // SAFETY: as below: `mapped_hot` names a single page this txn holds in `dirty`
+            // as a mapped page (set from `dirty`, cleared when a page leaves it; nested
+            // txns, which would need a copy first, do not exist under WRITE_MAP).
+            return unsafe {
+                self.map
+                    .pages_mut(pgno as usize * self.page_size, self.page_size)
+            };
+        }
         if !self.nested.is_empty() {
             self.save_for_nested(pgno);
         }
         match self.dirty.get_mut(&pgno) {
             Some(PageBuf::Heap(b)) => b,
             Some(PageBuf::Mapped(len)) => {
+                if *len == self.page_size {
+                    self.mapped_hot.store(pgno, Ordering::Relaxed);
+                }
                 // SAFETY: `pgno` was allocated to this write txn (the only one) from pages
                 // no snapshot reaches: past the base snapshot's end, or from free-DB records
                 // older than every reader and than both metas (`Reclaim`), or pages it
@@ -524,6 +570,9 @@ impl PageStore for DirtyPages<'_> {
         }
         if !self.nested.is_empty() {
             self.save_for_nested(pgno);
+        }
+        if self.mapped_hot.load(Ordering::Relaxed) == pgno {
+            self.mapped_hot.store(NO_PAGE, Ordering::Relaxed);
         }
         if let Some(buf) = self.dirty.remove(&pgno) {
             self.unqueue_early(pgno);

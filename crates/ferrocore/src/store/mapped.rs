@@ -34,50 +34,51 @@ impl<'e> MappedWrites<'e> {
     }
 }
 
-/// The shortest file written through the map ([`mapped_file_len`]): 64 MiB, sparse.
-pub const MAPPED_FILE_MIN: u64 = 64 << 20;
-
 /// The length a file written through the map (`WRITE_MAP`, the map growing on demand) is
-/// given to hold `used` bytes: [`MAPPED_FILE_MIN`] at least, then a power of two up to
+/// given to hold `used` bytes: a power of four from 1 MiB (1, 4, 16, 64, 256 MiB) up to
 /// 1 GiB, then whole GiBs. The holes are sparse: they take no disk space.
 ///
 /// Why few, large steps: Linux fills a new map page's fault with a page-cache folio whose
-/// size readahead ramps up (4 KiB, 16 KiB, ... 2 MiB, every 8 MiB of faults) and that ramp
-/// starts over each time the file's end moves. Growing an eighth at a time, W7 at 50,000
-/// entries took 14,700 page faults; doubling from 1 MiB, 8,100 (7 ramps); with the 64 MiB
-/// floor, 4,200, as LMDB, which sizes its file to the map once (4,100); `perf stat -e
-/// page-faults` on `ferrocore-bench w8-cell --op index`. At 200,000 entries: 15,300
-/// doubling from 1 MiB, 11,400 with the floor, LMDB 7,700.
+/// size readahead ramps up (4 KiB, 16 KiB, ... 2 MiB, every 8 MiB of faults), and that
+/// ramp starts over each time the file's end moves (`perf record -e page-faults -d`: 256
+/// faults per MiB after each growth, then 64, 16, 4, 1). W7 (`ferrocore-bench w8-cell --op
+/// index`, `perf stat -e page-faults`) at 50,000 entries: 14,700 faults growing an eighth
+/// at a time, 8,070 doubling from 1 MiB, 5,733 in steps of 4, against LMDB's 4,081 (its
+/// file is the map's size from the open); at 200,000 entries: 15,261 doubling, 11,220 in
+/// steps of 4, LMDB 7,675. (A 64 MiB first step took 4,203 at 50,000, but made every file
+/// 64 MiB, and the fault-injection tests' disk images with it.)
 pub fn mapped_file_len(used: u64) -> u64 {
     const GIB: u64 = 1 << 30;
-    if used <= GIB {
-        used.max(MAPPED_FILE_MIN).next_power_of_two()
-    } else {
-        used.div_ceil(GIB) * GIB
+    if used > GIB {
+        return used.div_ceil(GIB) * GIB;
     }
+    let mut len: u64 = 1 << 20;
+    while len < used {
+        len *= 4;
+    }
+    len.min(GIB)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{mapped_file_len, MAPPED_FILE_MIN};
+    use super::mapped_file_len;
 
     #[test]
-    fn mapped_file_len_starts_at_the_floor_doubles_then_steps_by_a_gib() {
+    fn mapped_file_len_steps_by_four_then_by_a_gib() {
         const MIB: u64 = 1 << 20;
-        assert_eq!(mapped_file_len(0), 64 * MIB);
-        assert_eq!(mapped_file_len(MIB + 1), 64 * MIB);
+        assert_eq!(mapped_file_len(0), MIB);
+        assert_eq!(mapped_file_len(MIB), MIB);
+        assert_eq!(mapped_file_len(MIB + 1), 4 * MIB);
+        assert_eq!(mapped_file_len(5 * MIB), 16 * MIB);
         assert_eq!(mapped_file_len(64 * MIB), 64 * MIB);
-        assert_eq!(mapped_file_len(64 * MIB + 1), 128 * MIB);
-        assert_eq!(mapped_file_len(700 * MIB), 1024 * MIB);
+        assert_eq!(mapped_file_len(64 * MIB + 1), 256 * MIB);
+        assert_eq!(mapped_file_len(257 * MIB), 1024 * MIB);
         assert_eq!(mapped_file_len(1024 * MIB), 1024 * MIB);
         assert_eq!(mapped_file_len(1024 * MIB + 1), 2048 * MIB);
         assert_eq!(mapped_file_len(5000 * MIB), 5120 * MIB);
         for used in [1, MIB - 1, 3 * MIB, 65 * MIB, 700 * MIB, 3000 * MIB] {
             let len = mapped_file_len(used);
-            assert!(
-                len >= used && len < 2 * used.max(MAPPED_FILE_MIN),
-                "{used} -> {len}"
-            );
+            assert!(len >= used && len < 4 * used.max(MIB), "{used} -> {len}");
         }
     }
 }

@@ -17,8 +17,9 @@
 //!    descriptor; see `DataFile::write_at_synced`).
 //! 6. Cut the file's end (when the map grows on demand, see [`FileShrink`]): after a
 //!    flushed meta, the file is cut to the pages the two metas on disk count, if that
-//!    frees more than a quarter of it and 1 MiB (under `WRITE_MAP`, whose file grows by
-//!    doubling, to the step that holds them, if it is two steps longer). Best effort: a
+//!    frees more than a quarter of it and 1 MiB (under `WRITE_MAP`, whose file grows in
+//!    steps of four, to the step that holds them, if it is longer than the step for twice
+//!    as many). Best effort: a
 //!    failure leaves the file longer and fails nothing.
 //!
 //! Then the txn id is published and readers see the commit.
@@ -363,7 +364,7 @@ pub(crate) fn grow_file(env: &EnvInner, next_pgno: u64) -> Result<()> {
 /// Step 6: cuts the file to `end` pages (what both metas on disk count) if it is longer:
 /// `exact`, whenever it is; otherwise only when that frees more than a quarter of the file
 /// and more than 1 MiB, so that a file growing and shrinking around one size is not cut
-/// each commit. Under `WRITE_MAP`, where the file grows by doubling
+/// each commit. Under `WRITE_MAP`, where the file grows in steps of four
 /// ([`mapped_file_len`]), it is cut to the step that holds `end` pages, and only when it
 /// is longer than the step that would hold twice as many (so a txn's growth is never cut
 /// back by its own commit, nor a file around a step's edge cut and grown each commit).
