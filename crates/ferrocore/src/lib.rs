@@ -79,7 +79,7 @@ pub use error::{CommitStep, Error, Result};
 pub use extsort::{ExternalSort, SortOptions, SortedItem, SortedItems};
 pub use flags::{db_flags, env_flags, put_flags};
 pub use format::meta::Stat;
-pub use io::{DataFile, OsFile};
+pub use io::{DataFile, OsFile, SyncedWriteError};
 pub use order::{KeyCmp, Orders};
 pub use txn::{
     Cursor, Database, InactiveReadTxn, Item, NestedLevel, NestedTxn, ReadTxn, WriteCursor, WriteTxn,
