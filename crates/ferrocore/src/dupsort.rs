@@ -15,7 +15,7 @@
 //! headers, in sub-pages and in the leaves of sub-DBs (docs/FORMAT.md §10).
 
 use crate::btree::Position;
-use crate::btree::{self, PutMode, TreeMut};
+use crate::btree::{self, LeafFacts, PutMode, TreeMut};
 use crate::error::{Error, Result};
 use crate::format::meta::DbRecord;
 use crate::format::page::{
@@ -248,11 +248,17 @@ impl<S: PageStore> DupTree<'_, S> {
             return Ok((PutPlan::NewKey, None));
         }
         let (idx, exact, leaf) = btree::search_leaf(src, &db, self.tree.cmp, key, path)?;
+        // Every put of a plan replaces the present node whatever its kind.
+        let any = PutMode {
+            any_kind: true,
+            ..PutMode::default()
+        };
+        let facts = LeafFacts::read(&leaf, idx, exact, any)?;
         if !exact {
-            return Ok((PutPlan::NewKey, Some((idx, false))));
+            return Ok((PutPlan::NewKey, Some((idx, facts))));
         }
         let plan = self.plan_existing(key, value, no_overwrite, &leaf, idx, scratch)?;
-        Ok((plan, Some((idx, true))))
+        Ok((plan, Some((idx, facts))))
     }
 
     /// [`DupTree::plan_put`] for a key present at slot `idx` of `path`'s leaf.
@@ -416,16 +422,16 @@ impl<S: PageStore> DupTree<'_, S> {
             (PutPlan::NewKey, None) => {
                 self.tree.put(key, value, PutMode::default())?;
             }
-            (PutPlan::NewKey, Some((idx, exact))) => {
+            (PutPlan::NewKey, Some((idx, facts))) => {
                 self.tree
-                    .put_at(path, idx, exact, key, value, PutMode::default())?;
+                    .put_at_with(path, idx, facts, key, value, PutMode::default())?;
             }
-            (PutPlan::SubPage, Some((idx, exact))) => {
+            (PutPlan::SubPage, Some((idx, facts))) => {
                 let mode = PutMode {
                     node_flags: node_flags::DUPDATA,
                     ..any
                 };
-                self.tree.put_at(path, idx, exact, key, sub, mode)?;
+                self.tree.put_at_with(path, idx, facts, key, sub, mode)?;
             }
             (PutPlan::SubPage, None) => {
                 let mode = PutMode {
@@ -434,7 +440,7 @@ impl<S: PageStore> DupTree<'_, S> {
                 };
                 self.tree.put(key, sub, mode)?;
             }
-            (PutPlan::Regroup, Some((idx, true))) => {
+            (PutPlan::Regroup, Some((idx, facts))) if facts.exact() => {
                 self.regroup(key, value, path.leaf(), idx)?;
             }
             (PutPlan::Regroup, _) => unreachable!("a set is regrouped only when its key is found"),
@@ -468,9 +474,9 @@ impl<S: PageStore> DupTree<'_, S> {
                 };
                 // The sub-DB's pages are its own: the main tree's path still holds.
                 match found {
-                    Some((idx, exact)) => {
+                    Some((idx, facts)) => {
                         self.tree
-                            .put_at(path, idx, exact, key, &rec.to_bytes(), mode)?;
+                            .put_at_with(path, idx, facts, key, &rec.to_bytes(), mode)?;
                     }
                     None => {
                         self.tree.put(key, &rec.to_bytes(), mode)?;
@@ -607,9 +613,9 @@ impl<S: PageStore> DupTree<'_, S> {
     }
 }
 
-/// Where a search of the main tree put a key (in the path it filled): its slot, and
-/// whether it is there.
-type Found = (usize, bool);
+/// Where a search of the main tree put a key (in the path it filled): its slot, and what
+/// the put needs of the leaf (whether the key is there, the present node).
+type Found = (usize, LeafFacts);
 
 /// How [`DupTree::put`] adds a value, decided before the tree changes.
 enum PutPlan {

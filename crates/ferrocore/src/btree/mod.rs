@@ -26,7 +26,7 @@ mod tests;
 
 pub use free::free_tree;
 pub use position::{Position, State};
-pub use put::{PutMode, TreeMut};
+pub use put::{LeafFacts, PutMode, TreeMut};
 pub use search::{get, get_node, leaf_search, node_value, search, search_leaf};
 
 use crate::error::Result;

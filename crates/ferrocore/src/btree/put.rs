@@ -4,16 +4,16 @@ use std::cmp::Ordering;
 
 use crate::error::{Error, Result};
 use crate::format::meta::DbRecord;
-use crate::format::page::OverflowView;
 use crate::format::page::{
     edit, node_flags, node_max, overflow_pages, page_flags, read_u32, NodeValue, NODE_HEADER_SIZE,
     PAGE_HEADER_SIZE, P_INVALID,
 };
+use crate::format::page::{OverflowView, PageView};
 use crate::order::{cmp_lexicographic, KeyCmp};
 use crate::store::PageStore;
 
 use super::nodes::{choose_split, Nodes, SPLIT_SCRATCH};
-use super::search::{descend, search, Descend};
+use super::search::{descend, search, search_leaf, Descend};
 use super::{debug_assert_ordered, view, Path, MAX_DEPTH};
 
 /// How `put` treats an existing key and key order.
@@ -40,6 +40,57 @@ pub(super) fn check_node_kind(existing: u16, wanted: u16) -> Result<()> {
         return Err(Error::Incompatible);
     }
     Ok(())
+}
+
+/// What [`TreeMut::put_at`] reads of the leaf before it changes anything, read once from
+/// the leaf the search found (the copy-on-write copy `touch_path` may make holds the same
+/// bytes). A caller that has the leaf's view from its own search reads it there
+/// ([`LeafFacts::read`]) and calls [`TreeMut::put_at_with`], without a second look-up and
+/// parse of the page.
+#[derive(Clone, Copy, Debug)]
+pub struct LeafFacts {
+    /// The key is at the slot.
+    exact: bool,
+    /// The present node's flags, data size and overflow run (0 if none), if `exact`.
+    present: Option<(u16, usize, u64)>,
+    /// The leaf's key size if it is LEAF2, else 0.
+    fixed: usize,
+}
+
+impl LeafFacts {
+    /// True if the key is at the slot.
+    pub fn exact(&self) -> bool {
+        self.exact
+    }
+
+    /// Reads slot `idx` of `leaf` (`exact` if the key is there) for a put in `mode`: fails
+    /// as the put must if the present node's kind is not `mode`'s or `mode` does not
+    /// overwrite.
+    #[inline]
+    pub fn read(leaf: &PageView<'_>, idx: usize, exact: bool, mode: PutMode) -> Result<Self> {
+        let present = if exact {
+            let node = leaf.node(idx)?;
+            if !mode.any_kind {
+                check_node_kind(node.flags, mode.node_flags)?;
+            }
+            if mode.no_overwrite {
+                return Err(Error::KeyExist);
+            }
+            let run = if node.flags & node_flags::BIGDATA != 0 {
+                node.overflow_pgno()
+            } else {
+                0
+            };
+            Some((node.flags, node.data_size(), run))
+        } else {
+            None
+        };
+        Ok(LeafFacts {
+            exact,
+            present,
+            fixed: leaf.fixed_size(),
+        })
+    }
 }
 
 /// A mutable tree: the store its pages live in, its record, and its key order.
@@ -194,17 +245,18 @@ impl<S: PageStore> TreeMut<'_, S> {
             return Ok(None);
         }
         let mut path = Path::default();
-        let (idx, exact) = if mode.append {
+        let in_place = if mode.append {
             // As LMDB's MDB_APPEND: down the rightmost edge, one comparison with the last
             // key, and the new key goes after it (or KeyExist).
-            match self.append_slot(key, &mut path)? {
-                Some(idx) => (idx, false),
-                None => return Err(Error::KeyExist),
-            }
+            let Some(idx) = self.append_slot(key, &mut path)? else {
+                return Err(Error::KeyExist);
+            };
+            self.put_at(&mut path, idx, false, key, value, mode)?
         } else {
-            search(&*self.store, self.db, self.cmp, key, &mut path)?
+            let (idx, exact, leaf) = search_leaf(&*self.store, self.db, self.cmp, key, &mut path)?;
+            let facts = LeafFacts::read(&leaf, idx, exact, mode)?;
+            self.put_at_with(&mut path, idx, facts, key, value, mode)?
         };
-        let in_place = self.put_at(&mut path, idx, exact, key, value, mode)?;
         Ok(in_place.then(|| path.leaf()))
     }
 
@@ -223,26 +275,27 @@ impl<S: PageStore> TreeMut<'_, S> {
     ) -> Result<bool> {
         debug_assert!(path.depth > 0 && path.depth as u16 == self.db.depth);
         let leaf = view(&*self.store, path.leaf())?;
-        // The present node's kind, size and overflow run: the copy `touch_path` may make
-        // holds the same bytes, so they are read once, here.
-        let present = if exact {
-            let node = leaf.node(idx)?;
-            if !mode.any_kind {
-                check_node_kind(node.flags, mode.node_flags)?;
-            }
-            if mode.no_overwrite {
-                return Err(Error::KeyExist);
-            }
-            let run = if node.flags & node_flags::BIGDATA != 0 {
-                node.overflow_pgno()
-            } else {
-                0
-            };
-            Some((node.flags, node.data_size(), run))
-        } else {
-            None
-        };
-        let fixed = leaf.fixed_size();
+        let facts = LeafFacts::read(&leaf, idx, exact, mode)?;
+        self.put_at_with(path, idx, facts, key, value, mode)
+    }
+
+    /// [`TreeMut::put_at`] with what it reads of the leaf read by the caller, from the
+    /// view its search of this tree (unchanged since) returned.
+    pub fn put_at_with(
+        &mut self,
+        path: &mut Path,
+        idx: usize,
+        facts: LeafFacts,
+        key: &[u8],
+        value: &[u8],
+        mode: PutMode,
+    ) -> Result<bool> {
+        debug_assert!(path.depth > 0 && path.depth as u16 == self.db.depth);
+        let LeafFacts {
+            exact,
+            present,
+            fixed,
+        } = facts;
         if fixed != 0 {
             // A LEAF2 leaf holds keys only: present means nothing to change.
             if key.len() != fixed {
