@@ -455,6 +455,24 @@ pub(crate) unsafe fn settle_cursors(txn: *mut MDB_txn, db: Database, writer: *mu
         Some(t) => t.cursors.len(),
         None => return,
     };
+    // A write with no cursor open (the common case) pays for this check only.
+    if count > 0 {
+        // SAFETY: the caller's contract.
+        unsafe { settle_open_cursors(txn, db, writer, count) };
+    }
+}
+
+/// [`settle_cursors`] for a txn with `count` cursors open, out of line.
+///
+/// # Safety
+/// As for [`settle_cursors`], with `txn` live.
+#[inline(never)]
+unsafe fn settle_open_cursors(
+    txn: *mut MDB_txn,
+    db: Database,
+    writer: *mut MDB_cursor,
+    count: usize,
+) {
     for i in 0..count {
         // SAFETY: `txn` is live (the caller's contract), read afresh each time so that no
         // borrow of it is held across `access`; its cursor handles are never freed.
