@@ -7,7 +7,7 @@ use crate::format::page::{Node, P_INVALID};
 use crate::order::KeyCmp;
 use crate::store::PageSource;
 
-use super::search::{descend_edge, search};
+use super::search::{descend_edge, search_leaf};
 use super::{node_value, view, Path};
 
 /// Where a cursor stands.
@@ -89,8 +89,8 @@ impl Position {
         if db.root == P_INVALID {
             return Ok(None);
         }
-        let (idx, exact) = search(src, db, cmp, key, &mut self.path)?;
-        let n = view(src, self.path.leaf())?.num_keys();
+        let (idx, exact, leaf) = search_leaf(src, db, cmp, key, &mut self.path)?;
+        let n = leaf.num_keys();
         self.leaf_keys = n;
         if idx < n {
             self.state = State::Valid;
