@@ -273,7 +273,6 @@ impl<S: PageStore> TreeMut<'_, S> {
         value: &[u8],
         mode: PutMode,
     ) -> Result<bool> {
-        debug_assert!(path.depth > 0 && path.depth as u16 == self.db.depth);
         let leaf = view(&*self.store, path.leaf())?;
         let facts = LeafFacts::read(&leaf, idx, exact, mode)?;
         self.put_at_with(path, idx, facts, key, value, mode)
