@@ -41,8 +41,10 @@ pub struct EnvInner {
     /// The latest txn this process committed (or found at open). A snapshot newer than it
     /// was committed by another process, which cannot update this process's record cache.
     pub local_txnid: AtomicU64,
-    /// The meta of the last snapshot a reader took, so the next reader of the same txn
-    /// skips decoding and checksumming it.
+    /// The meta of the latest snapshot a txn of this process took or committed, so the next
+    /// txn of the same snapshot skips decoding and checksumming it. Keyed by txn id: a
+    /// snapshot's meta never changes while its id is the published one (the next commit
+    /// writes the other meta page, and the one after it publishes a new id first).
     pub meta_cache: crate::seqcache::Slot<16>,
     /// Per named DB (index `dbi - 2`): its latest record, keyed by the txnid from which it
     /// holds, so read txns find it without searching the main DB.
@@ -128,12 +130,19 @@ impl EnvInner {
         self.lock.writer_recovered()
     }
 
-    /// The latest committed meta.
+    /// The latest committed meta: from [`EnvInner::meta_cache`] when it holds the published
+    /// txn's (a commit of this process leaves its meta there), else read from its page.
     pub fn latest_meta(&self) -> Result<Meta> {
         loop {
             let t = self.lock.txnid_cell().load(Ordering::Acquire);
+            if let Some(words) = self.meta_cache.get(t) {
+                return Ok(crate::seqcache::meta_from(words));
+            }
             match self.meta_for(t) {
-                Ok(m) => return Ok(m),
+                Ok(m) => {
+                    self.meta_cache.try_put(t, crate::seqcache::meta_words(&m));
+                    return Ok(m);
+                }
                 // A commit raced with us: the txnid moved on while we read.
                 Err(_) if self.lock.txnid_cell().load(Ordering::Acquire) != t => {}
                 Err(e) => return Err(e),

@@ -209,6 +209,9 @@ impl WriteTxn<'_> {
         // The handles it opened become public before others can see the commit.
         self.handles.publish();
         env.local_txnid.store(self.txnid, Ordering::SeqCst);
+        // The next txn of this process starts from this meta without reading its page.
+        env.meta_cache
+            .put(self.txnid, crate::seqcache::meta_words(&meta));
         env.lock.txnid_cell().store(self.txnid, Ordering::SeqCst);
         Ok(())
     }
