@@ -33,13 +33,25 @@ impl Nodes {
         self.fixed = page.fixed_size();
     }
 
-    /// Replaces the list with `page`'s nodes, keeping its allocations.
+    /// Replaces the list with `page`'s nodes, keeping its allocations. A page with nodes
+    /// is copied with its node area in one piece (holes and all), the nodes found in it
+    /// by their slots.
     pub(super) fn refill(&mut self, page: &PageView<'_>) -> Result<()> {
         self.reset_like(page);
         self.bytes.reserve(page.bytes().len());
         self.spans.reserve(page.num_keys() + 1);
+        if self.fixed != 0 {
+            for i in 0..page.num_keys() {
+                self.push_raw(page.key(i)?);
+            }
+            return Ok(());
+        }
+        let upper = page.bounds().1;
+        self.bytes.extend_from_slice(&page.bytes()[upper..]);
         for i in 0..page.num_keys() {
-            self.push_raw(page.node_raw(i)?);
+            // `node_extent` checked the node lies in the node area (at or past `upper`).
+            let (off, len) = page.node_extent(i)?;
+            self.spans.push((off - upper, len));
         }
         Ok(())
     }
@@ -118,13 +130,15 @@ impl Nodes {
     ) {
         if self.fixed != 0 {
             edit::init_leaf2(page, pgno, flags, self.fixed);
-        } else {
-            edit::init(page, pgno, flags);
+            for i in range {
+                let ok = edit::append_raw(page, self.raw(i));
+                assert!(ok, "rebuilt page {pgno} overflowed");
+            }
+            return;
         }
-        for i in range {
-            let ok = edit::append_raw(page, self.raw(i));
-            assert!(ok, "rebuilt page {pgno} overflowed");
-        }
+        edit::init(page, pgno, flags);
+        let ok = edit::append_raws(page, range.map(|i| self.raw(i)));
+        assert!(ok, "rebuilt page {pgno} overflowed");
     }
 }
 

@@ -169,6 +169,30 @@ pub fn append_raw(page: &mut [u8], raw: &[u8]) -> bool {
     true
 }
 
+/// Appends nodes given as their stored bytes after the last slot of a page that is not
+/// LEAF2: [`append_raw`] for a run of nodes, with the page's bounds read and written once.
+/// Returns false if they do not all fit (the page then holds those that did).
+pub fn append_raws<'r>(page: &mut [u8], raws: impl IntoIterator<Item = &'r [u8]>) -> bool {
+    debug_assert!(leaf2_size(page).is_none(), "LEAF2 pages have no nodes");
+    let mut lower = read_u16(page, 12) as usize;
+    let mut upper = read_u16(page, 14) as usize;
+    let mut all = true;
+    for raw in raws {
+        let size = even(raw.len());
+        if lower + 2 + size > upper {
+            all = false;
+            break;
+        }
+        upper -= size;
+        page[upper..upper + raw.len()].copy_from_slice(raw);
+        write_u16(page, lower, upper as u16);
+        lower += 2;
+    }
+    write_u16(page, 12, lower as u16);
+    write_u16(page, 14, upper as u16);
+    all
+}
+
 /// Removes the node at slot `idx`, compacting the node area.
 pub fn delete_node(page: &mut [u8], idx: usize) {
     let n = num_keys(page);

@@ -557,9 +557,30 @@ impl<'a> PageView<'a> {
         if self.fixed != 0 {
             return self.key(i); // a LEAF2 item is just its key
         }
-        let node = self.node(i)?;
+        let (off, len) = self.node_extent(i)?;
+        Ok(&self.bytes[off..off + len])
+    }
+
+    /// Where node `i` of a page that is not LEAF2 lies: its offset and stored length
+    /// (header, key, data; not padded), checked to lie within the node area and the page.
+    #[inline(always)]
+    pub fn node_extent(&self, i: usize) -> Result<(usize, usize)> {
+        debug_assert!(self.fixed == 0, "LEAF2 pages have no nodes");
         let off = self.node_offset(i)?;
-        Ok(&self.bytes[off..off + NODE_HEADER_SIZE + node.key.len() + node.data.len()])
+        let b = self.bytes;
+        let ksize = read_u16(b, off + 6) as usize;
+        let stored = if self.is_branch() {
+            0
+        } else if read_u16(b, off + 4) & node_flags::BIGDATA != 0 {
+            8
+        } else {
+            read_u16(b, off) as usize | (read_u16(b, off + 2) as usize) << 16
+        };
+        let len = NODE_HEADER_SIZE + ksize + stored;
+        if off + len > b.len() {
+            return Err(corrupt(self.pgno, "node runs past the page"));
+        }
+        Ok((off, len))
     }
 
     /// Checks every node of the page, and that their footprints fit the node area the
