@@ -390,6 +390,9 @@ fn settle(
             }
             shrink_tried = true;
         }
+        // The lists this round planned from: if its writes leave them as they are, the
+        // next round would plan the same records (settled) and need not be run.
+        let edits = pages.free_list_edits();
         for record in planned.iter() {
             let old = lens.iter().position(|&(key, _)| key == record.key);
             if record.pages.is_empty() && old.is_none() {
@@ -426,6 +429,16 @@ fn settle(
                 cmp: KeyCmp::Integer,
             };
             tree.put(&record.key.to_le_bytes(), value, Default::default())?;
+        }
+        if pages.free_list_edits() == edits
+            && !settled
+            && lens
+                .iter()
+                .all(|&(key, len)| len == exact_len(planned, key))
+        {
+            // Settled, every record of its exact length: the round after the next would
+            // find nothing to give back either.
+            return Ok(());
         }
         // Keep this round's records; the previous one's buffers build the next.
         std::mem::swap(written, planned);

@@ -113,6 +113,9 @@ pub struct DirtyPages<'e> {
     pub(super) checked: CheckedPages,
     /// Buffers for taking free-DB records into the pool.
     pool_scratch: PoolScratch,
+    /// Bumped by every change to the free-page lists (`free`): see
+    /// [`DirtyPages::free_list_edits`].
+    pub(super) free_edits: u64,
     /// Under `WRITE_MAP`: a single page known to be in `dirty` (as one mapped page), or
     /// `NO_PAGE`. A put asks about the same page several times in a row (touch, then the
     /// edit, then the next level's parent); this answers without a look-up. Set only from
@@ -171,6 +174,7 @@ impl<'e> DirtyPages<'e> {
             early: EarlyWrites::default(),
             checked,
             pool_scratch,
+            free_edits: 0,
             mapped_hot: AtomicU64::new(NO_PAGE),
         }
     }
@@ -190,6 +194,12 @@ impl<'e> DirtyPages<'e> {
             .collect();
         v.sort_unstable_by_key(|&(p, _)| p);
         v
+    }
+
+    /// How many times the free-page lists ([`DirtyPages::free`]) changed in this txn: equal
+    /// counts before and after some work mean the work allocated and freed nothing.
+    pub fn free_list_edits(&self) -> u64 {
+        self.free_edits
     }
 
     /// True if the txn's pages are written in place in the map (`WRITE_MAP`).
@@ -287,6 +297,13 @@ impl<'e> DirtyPages<'e> {
 
     /// Takes `count` consecutive page numbers from the free pages, if they hold such a run.
     pub(super) fn take_free(&mut self, count: usize) -> Option<u64> {
+        let taken = self.take_free_run(count);
+        self.free_edits += u64::from(taken.is_some());
+        taken
+    }
+
+    /// [`DirtyPages::take_free`] without the count of edits.
+    fn take_free_run(&mut self, count: usize) -> Option<u64> {
         if count == 1 {
             if let Some(p) = self.free.loose.pop() {
                 return Some(p);
@@ -318,6 +335,7 @@ impl<'e> DirtyPages<'e> {
     /// Adds the pages of a free-DB record to the pool, keeping it in descending order (a
     /// record LMDB wrote is in that order already: a merge, not a sort).
     pub(super) fn add_to_pool(&mut self, pages: &[u64]) {
+        self.free_edits += 1;
         // Decoding checked it (`decode_idl_into`): a record lists its pages descending.
         debug_assert!(pages.windows(2).all(|w| w[0] > w[1]), "record out of order");
         if self.free.pool.is_empty() {
@@ -552,6 +570,7 @@ impl PageStore for DirtyPages<'_> {
                 ));
             }
             self.free.loose.extend(pgno..pgno + u64::from(written));
+            self.free_edits += 1;
             return Ok(());
         }
         let held = match self.dirty.get(&pgno) {
@@ -585,6 +604,7 @@ impl PageStore for DirtyPages<'_> {
         } else {
             self.free.freed.extend(pgno..pgno + count as u64);
         }
+        self.free_edits += 1;
         Ok(())
     }
 }

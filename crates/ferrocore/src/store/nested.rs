@@ -48,6 +48,7 @@ impl DirtyPages<'_> {
             self.dirty.insert(pgno, buf);
         }
         self.free = level.free;
+        self.free_edits += 1;
         self.next_pgno = level.next_pgno;
         self.reclaim = level.reclaim;
         // The level's early pages are free again; queued ones may be the level's too (the

@@ -43,6 +43,7 @@ impl DirtyPages<'_> {
         }
         pool.drain(..from_pool);
         loose.drain(..from_loose);
+        self.free_edits += 1;
         debug_assert!(
             pool.first().is_none_or(|&p| p < self.next_pgno)
                 && loose.first().is_none_or(|&p| p < self.next_pgno),
