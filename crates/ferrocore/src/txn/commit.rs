@@ -106,7 +106,7 @@ impl WriteTxn<'_> {
             .named
             .iter()
             .filter(|(_, n)| n.dirty)
-            .map(|(&dbi, n)| (dbi, n.record))
+            .map(|(dbi, n)| (dbi, n.record))
             .collect();
         changed.sort_unstable_by_key(|&(dbi, _)| dbi);
         let main_cmp = main_orders(self.env, &self.main_db)?.key;

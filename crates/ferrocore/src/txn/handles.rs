@@ -2,8 +2,6 @@
 //! records it looks up for them.
 
 use std::cell::Cell;
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 use std::sync::atomic::Ordering;
 
 use crate::btree::{self};
@@ -15,9 +13,7 @@ use crate::order::{KeyCmp, Orders};
 use crate::shared::EnvInner;
 use crate::store::PageSource;
 
-/// Map from DB handle (dbi) to what a txn keeps of that DB, hashed cheaply (the handle
-/// is a small integer; SipHash cost more than the rest of a lookup).
-pub(super) type DbiMap<V> = HashMap<u32, V, BuildHasherDefault<crate::store::PgnoHasher>>;
+pub(super) use super::dbi_map::DbiMap;
 
 /// A database handle. ferrocore has the main (unnamed) database; named databases come
 /// with the catalog (see the issue tracker).

@@ -15,6 +15,7 @@
 
 mod commit;
 mod cursor;
+mod dbi_map;
 mod handles;
 mod nested;
 mod read;

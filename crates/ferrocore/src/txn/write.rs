@@ -286,7 +286,7 @@ impl<'env> WriteTxn<'env> {
             .named
             .iter()
             .find(|(_, n)| n.name == name)
-            .map(|(&k, _)| k);
+            .map(|(k, _)| k);
         if let Some(k) = kept {
             let n = self.named.remove(&k).expect("just found");
             self.named.insert(dbi, n);
