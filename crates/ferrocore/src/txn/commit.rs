@@ -116,7 +116,7 @@ impl WriteTxn<'_> {
         );
         for &(dbi, record) in &changed {
             // Under the name it was loaded with (its handle may name another DB by now).
-            let name = self.named[&dbi].name.clone();
+            let name = self.named[dbi].name.clone();
             let mode = PutMode {
                 node_flags: crate::format::page::node_flags::SUBDATA,
                 ..PutMode::default()

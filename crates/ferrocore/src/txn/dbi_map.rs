@@ -28,27 +28,27 @@ impl<V> Default for DbiMap<V> {
 impl<V> DbiMap<V> {
     /// The entry of `dbi`.
     #[inline]
-    pub(super) fn get(&self, dbi: &u32) -> Option<&V> {
-        if *dbi < DIRECT {
-            return self.direct.get(*dbi as usize)?.as_ref();
+    pub(super) fn get(&self, dbi: u32) -> Option<&V> {
+        if dbi < DIRECT {
+            return self.direct.get(dbi as usize)?.as_ref();
         }
-        self.other.iter().find(|(k, _)| k == dbi).map(|(_, v)| v)
+        self.other.iter().find(|(k, _)| *k == dbi).map(|(_, v)| v)
     }
 
     /// The entry of `dbi`, to change.
     #[inline]
-    pub(super) fn get_mut(&mut self, dbi: &u32) -> Option<&mut V> {
-        if *dbi < DIRECT {
-            return self.direct.get_mut(*dbi as usize)?.as_mut();
+    pub(super) fn get_mut(&mut self, dbi: u32) -> Option<&mut V> {
+        if dbi < DIRECT {
+            return self.direct.get_mut(dbi as usize)?.as_mut();
         }
         self.other
             .iter_mut()
-            .find(|(k, _)| k == dbi)
+            .find(|(k, _)| *k == dbi)
             .map(|(_, v)| v)
     }
 
     /// True if `dbi` has an entry.
-    pub(super) fn contains_key(&self, dbi: &u32) -> bool {
+    pub(super) fn contains_key(&self, dbi: u32) -> bool {
         self.get(dbi).is_some()
     }
 
@@ -71,11 +71,11 @@ impl<V> DbiMap<V> {
     }
 
     /// Removes the entry of `dbi` and returns it.
-    pub(super) fn remove(&mut self, dbi: &u32) -> Option<V> {
-        if *dbi < DIRECT {
-            return self.direct.get_mut(*dbi as usize)?.take();
+    pub(super) fn remove(&mut self, dbi: u32) -> Option<V> {
+        if dbi < DIRECT {
+            return self.direct.get_mut(dbi as usize)?.take();
         }
-        let i = self.other.iter().position(|(k, _)| k == dbi)?;
+        let i = self.other.iter().position(|(k, _)| *k == dbi)?;
         Some(self.other.swap_remove(i).1)
     }
 
@@ -107,10 +107,10 @@ impl<V> DbiMap<V> {
     }
 }
 
-impl<V> std::ops::Index<&u32> for DbiMap<V> {
+impl<V> std::ops::Index<u32> for DbiMap<V> {
     type Output = V;
 
-    fn index(&self, dbi: &u32) -> &V {
+    fn index(&self, dbi: u32) -> &V {
         self.get(dbi).expect("no entry for the handle")
     }
 }
@@ -127,14 +127,14 @@ mod tests {
         assert_eq!(m.insert(7, "b"), None);
         assert_eq!(m.insert(7, "c"), Some("b"));
         assert_eq!(m.insert(u32::MAX, "parked again"), Some("parked"));
-        assert_eq!(m.get(&2), Some(&"a"));
-        assert_eq!(m.get(&3), None, "a hole below the last handle");
-        assert_eq!(m.get(&100), None, "past the direct entries");
-        assert_eq!(m[&u32::MAX], "parked again");
-        assert!(m.contains_key(&7) && !m.contains_key(&(u32::MAX - 1)));
+        assert_eq!(m.get(2), Some(&"a"));
+        assert_eq!(m.get(3), None, "a hole below the last handle");
+        assert_eq!(m.get(100), None, "past the direct entries");
+        assert_eq!(m[u32::MAX], "parked again");
+        assert!(m.contains_key(7) && !m.contains_key(u32::MAX - 1));
         let all: Vec<(u32, &str)> = m.iter().map(|(k, v)| (k, *v)).collect();
         assert_eq!(all, [(2, "a"), (7, "c"), (u32::MAX, "parked again")]);
-        *m.get_mut(&2).unwrap() = "z";
+        *m.get_mut(2).unwrap() = "z";
         for v in m.values_mut() {
             if *v == "c" {
                 *v = "y";
@@ -144,10 +144,10 @@ mod tests {
             m.values().copied().collect::<Vec<_>>(),
             ["z", "y", "parked again"]
         );
-        assert_eq!(m.remove(&u32::MAX), Some("parked again"));
-        assert_eq!(m.remove(&u32::MAX), None);
-        assert_eq!(m.remove(&2), Some("z"));
-        assert!(!m.contains_key(&2));
+        assert_eq!(m.remove(u32::MAX), Some("parked again"));
+        assert_eq!(m.remove(u32::MAX), None);
+        assert_eq!(m.remove(2), Some("z"));
+        assert!(!m.contains_key(2));
         m.clear();
         assert_eq!(m.iter().count(), 0);
     }

@@ -143,7 +143,7 @@ impl<'env> ReadTxn<'env> {
                         return Ok((record, orders));
                     }
                 }
-                let cached = self.named.borrow().get(&db.0).copied();
+                let cached = self.named.borrow().get(db.0).copied();
                 let (record, orders, gen) = match cached {
                     Some(entry) if entry.2 == gen_now => entry,
                     _ => self.load_named(db)?,

@@ -218,7 +218,7 @@ impl<'env> WriteTxn<'env> {
         match db {
             Database::MAIN => Ok((self.main_db, main_orders(self.env, &self.main_db)?)),
             Database::FREE => Ok((self.free_db, FREE_ORDERS)),
-            _ => match self.named.get(&db.0).filter(|n| !self.reused(db, n)) {
+            _ => match self.named.get(db.0).filter(|n| !self.reused(db, n)) {
                 Some(n) => Ok((
                     n.record,
                     named_orders(self.env, db, n.orders, n.generation, self.handles.serial)?.0,
@@ -244,7 +244,7 @@ impl<'env> WriteTxn<'env> {
     pub(super) fn set_record(&mut self, db: Database, record: DbRecord) {
         if db == Database::MAIN {
             self.main_db = record;
-        } else if let Some(named) = self.named.get_mut(&db.0) {
+        } else if let Some(named) = self.named.get_mut(db.0) {
             named.record = record;
         } else {
             debug_assert!(false, "set_record of a DB tree_mut did not load");
@@ -273,13 +273,13 @@ impl<'env> WriteTxn<'env> {
     /// kept under `dbi` moves aside (its changes are still written at commit), and this
     /// DB's state kept under another number moves to `dbi`.
     fn adopt_named(&mut self, dbi: u32, name: &[u8]) {
-        if self.named.get(&dbi).is_some_and(|n| n.name != name) {
-            let other = self.named.remove(&dbi).expect("just looked up");
+        if self.named.get(dbi).is_some_and(|n| n.name != name) {
+            let other = self.named.remove(dbi).expect("just looked up");
             if other.dirty {
                 self.park_named(other);
             }
         }
-        if self.named.contains_key(&dbi) {
+        if self.named.contains_key(dbi) {
             return;
         }
         let kept = self
@@ -288,7 +288,7 @@ impl<'env> WriteTxn<'env> {
             .find(|(_, n)| n.name == name)
             .map(|(k, _)| k);
         if let Some(k) = kept {
-            let n = self.named.remove(&k).expect("just found");
+            let n = self.named.remove(k).expect("just found");
             self.named.insert(dbi, n);
         }
     }
@@ -298,19 +298,19 @@ impl<'env> WriteTxn<'env> {
     fn park_named(&mut self, n: NamedDb) {
         let spare = (0..=u32::MAX)
             .rev()
-            .find(|k| !self.named.contains_key(k))
+            .find(|&k| !self.named.contains_key(k))
             .expect("fewer than 2^32 DBs");
         self.named.insert(spare, n);
     }
 
     pub(super) fn forget_if_reused(&mut self, db: Database) {
-        let Some(n) = self.named.get(&db.0) else {
+        let Some(n) = self.named.get(db.0) else {
             return;
         };
         if !self.reused(db, n) {
             return;
         }
-        let old = self.named.remove(&db.0).expect("just looked up");
+        let old = self.named.remove(db.0).expect("just looked up");
         if old.dirty {
             self.park_named(old);
         }
@@ -331,20 +331,20 @@ impl<'env> WriteTxn<'env> {
                 let generation = self.env.orders_generation.load(Ordering::Acquire);
                 if self
                     .named
-                    .get(&db.0)
+                    .get(db.0)
                     .is_some_and(|n| n.generation == generation)
                 {
-                    let n = self.named.get_mut(&db.0).expect("looked up above");
+                    let n = self.named.get_mut(db.0).expect("looked up above");
                     n.dirty = true;
                     self.append_hint = n.append_hint.take();
                     return Ok((&mut n.record, n.orders));
                 }
                 self.forget_if_reused(db);
-                if !self.named.contains_key(&db.0) {
+                if !self.named.contains_key(db.0) {
                     let (name, _, cmp) = catalog_entry(self.env, db, self.handles.serial)?;
                     // One state per DB: the one kept under another number moves here.
                     self.adopt_named(db.0, &name);
-                    if !self.named.contains_key(&db.0) {
+                    if !self.named.contains_key(db.0) {
                         // A handle whose DB does not exist in this txn (created by a txn
                         // that aborted, or dropped) cannot be written.
                         let main_cmp = main_orders(self.env, &self.main_db)?.key;
@@ -361,7 +361,7 @@ impl<'env> WriteTxn<'env> {
                         self.named.insert(db.0, state);
                     }
                 }
-                let n = self.named.get_mut(&db.0).expect("loaded above");
+                let n = self.named.get_mut(db.0).expect("loaded above");
                 (n.orders, n.generation) =
                     named_orders(self.env, db, n.orders, n.generation, self.handles.serial)?;
                 n.dirty = true;
@@ -540,7 +540,7 @@ impl<'env> WriteTxn<'env> {
             });
             if db == Database::MAIN {
                 self.main_append_hint = hint;
-            } else if let Some(named) = self.named.get_mut(&db.0) {
+            } else if let Some(named) = self.named.get_mut(db.0) {
                 named.append_hint = hint;
             }
         }
@@ -764,7 +764,7 @@ impl<'env> WriteTxn<'env> {
         }
         .delete_kind(&name, crate::format::page::node_flags::SUBDATA);
         self.note(r)?;
-        self.named.remove(&db.0);
+        self.named.remove(db.0);
         self.deleted_named.push((db.0, rec.flags));
         self.env
             .catalog
