@@ -224,6 +224,11 @@ impl<'env> ReadTxn<'env> {
     /// The value of `key`, borrowed from the map for as long as the txn lives.
     pub fn get(&self, db: Database, key: &[u8]) -> Result<Option<&[u8]>> {
         check_key(self.env, key)?;
+        if db == Database::MAIN {
+            // The snapshot's own record, read in place rather than copied out by `tree`.
+            let orders = main_orders(self.env, &self.meta.main_db)?;
+            return read_value(&self.pages, &self.meta.main_db, orders, key);
+        }
         let (rec, cmp) = self.tree(db)?;
         read_value(&self.pages, &rec, cmp, key)
     }
