@@ -316,59 +316,65 @@ impl<'env> WriteTxn<'env> {
         }
     }
 
-    /// The record and key order of a DB this txn may write, loaded on first use.
+    /// The record and key order of a DB this txn may write, loaded on first use. The main
+    /// DB's is inlined into the puts; named DBs take [`WriteTxn::named_tree_mut`].
+    #[inline]
     pub(super) fn tree_mut(&mut self, db: Database) -> Result<(&mut DbRecord, Orders)> {
-        match db {
-            Database::MAIN => {
-                let orders = main_orders(self.env, &self.main_db)?;
-                self.append_hint = self.main_append_hint.take();
-                Ok((&mut self.main_db, orders))
-            }
-            Database::FREE => Err(Error::InvalidArgument("the free DB is read-only")),
-            _ => {
-                // The common case: loaded, and no handle closed since (so the handle still
-                // names that DB and its orders are current).
-                let generation = self.env.orders_generation.load(Ordering::Acquire);
-                if self
-                    .named
-                    .get(db.0)
-                    .is_some_and(|n| n.generation == generation)
-                {
-                    let n = self.named.get_mut(db.0).expect("looked up above");
-                    n.dirty = true;
-                    self.append_hint = n.append_hint.take();
-                    return Ok((&mut n.record, n.orders));
-                }
-                self.forget_if_reused(db);
-                if !self.named.contains_key(db.0) {
-                    let (name, _, cmp) = catalog_entry(self.env, db, self.handles.serial)?;
-                    // One state per DB: the one kept under another number moves here.
-                    self.adopt_named(db.0, &name);
-                    if !self.named.contains_key(db.0) {
-                        // A handle whose DB does not exist in this txn (created by a txn
-                        // that aborted, or dropped) cannot be written.
-                        let main_cmp = main_orders(self.env, &self.main_db)?.key;
-                        let record = named_record(&self.pages, &self.main_db, main_cmp, &name)?
-                            .ok_or(Error::BadDbi)?;
-                        let state = NamedDb {
-                            name,
-                            record,
-                            orders: cmp,
-                            generation: 0,
-                            dirty: false,
-                            append_hint: None,
-                        };
-                        self.named.insert(db.0, state);
-                    }
-                }
-                let n = self.named.get_mut(db.0).expect("loaded above");
-                (n.orders, n.generation) =
-                    named_orders(self.env, db, n.orders, n.generation, self.handles.serial)?;
-                n.dirty = true;
-                self.append_hint = n.append_hint.take();
-                Ok((&mut n.record, n.orders))
+        if db == Database::MAIN {
+            let orders = main_orders(self.env, &self.main_db)?;
+            self.append_hint = self.main_append_hint.take();
+            return Ok((&mut self.main_db, orders));
+        }
+        self.named_tree_mut(db)
+    }
+
+    /// [`WriteTxn::tree_mut`] for every DB but the main one.
+    #[inline(never)]
+    fn named_tree_mut(&mut self, db: Database) -> Result<(&mut DbRecord, Orders)> {
+        if db == Database::FREE {
+            return Err(Error::InvalidArgument("the free DB is read-only"));
+        }
+        // The common case: loaded, and no handle closed since (so the handle still
+        // names that DB and its orders are current).
+        let generation = self.env.orders_generation.load(Ordering::Acquire);
+        if self
+            .named
+            .get(db.0)
+            .is_some_and(|n| n.generation == generation)
+        {
+            let n = self.named.get_mut(db.0).expect("looked up above");
+            n.dirty = true;
+            self.append_hint = n.append_hint.take();
+            return Ok((&mut n.record, n.orders));
+        }
+        self.forget_if_reused(db);
+        if !self.named.contains_key(db.0) {
+            let (name, _, cmp) = catalog_entry(self.env, db, self.handles.serial)?;
+            // One state per DB: the one kept under another number moves here.
+            self.adopt_named(db.0, &name);
+            if !self.named.contains_key(db.0) {
+                // A handle whose DB does not exist in this txn (created by a txn
+                // that aborted, or dropped) cannot be written.
+                let main_cmp = main_orders(self.env, &self.main_db)?.key;
+                let record = named_record(&self.pages, &self.main_db, main_cmp, &name)?
+                    .ok_or(Error::BadDbi)?;
+                let state = NamedDb {
+                    name,
+                    record,
+                    orders: cmp,
+                    generation: 0,
+                    dirty: false,
+                    append_hint: None,
+                };
+                self.named.insert(db.0, state);
             }
         }
+        let n = self.named.get_mut(db.0).expect("loaded above");
+        (n.orders, n.generation) =
+            named_orders(self.env, db, n.orders, n.generation, self.handles.serial)?;
+        n.dirty = true;
+        self.append_hint = n.append_hint.take();
+        Ok((&mut n.record, n.orders))
     }
 
     /// Opens the named DB `name` (LMDB's `mdb_dbi_open`): `flags` are DB flags plus
