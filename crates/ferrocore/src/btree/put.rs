@@ -149,18 +149,26 @@ impl<S: PageStore> TreeMut<'_, S> {
         Ok(())
     }
 
-    /// Writes `value` into a new overflow run if it is too big for a node.
+    /// Writes `value` into a new overflow run if it is too big for a node. The check is
+    /// inlined into the puts, the overflow run written out of line.
+    #[inline]
     fn store_value<'v>(
         &mut self,
         key: &[u8],
         value: &'v [u8],
         flags: u16,
     ) -> Result<NodeValue<'v>> {
-        let ps = self.page_size();
-        if NODE_HEADER_SIZE + key.len() + value.len() <= node_max(ps) {
+        if NODE_HEADER_SIZE + key.len() + value.len() <= node_max(self.page_size()) {
             return Ok(NodeValue::Inline { flags, data: value });
         }
         debug_assert_eq!(flags, 0, "only plain values go to overflow pages");
+        self.store_overflow(value)
+    }
+
+    /// Writes `value` into a new overflow run.
+    #[inline(never)]
+    fn store_overflow<'v>(&mut self, value: &'v [u8]) -> Result<NodeValue<'v>> {
+        let ps = self.page_size();
         let count = overflow_pages(ps, value.len());
         let pgno = self.store.alloc(count)?;
         let run = self.store.dirty_mut(pgno);
