@@ -121,6 +121,18 @@ impl<S: PageStore> TreeMut<'_, S> {
 
     /// Makes every page on `path` writable, re-pointing parents at the copies.
     pub(super) fn touch_path(&mut self, path: &mut Path) -> Result<()> {
+        // A dirty page's parents are dirty: pages are made writable from the root down, and
+        // a page the txn allocated hangs from one it changed (a bulk load's leaves written
+        // early are no longer dirty, their parents still are: the other way round). So a
+        // dirty leaf means the whole path is, the common case of a put in a busy txn.
+        if path.depth > 0 && self.store.is_dirty(path.leaf()) {
+            debug_assert!(
+                (0..path.depth).all(|level| self.store.is_dirty(path.pgno[level])),
+                "dirty page {} under a clean parent",
+                path.leaf()
+            );
+            return Ok(());
+        }
         for level in 0..path.depth {
             let old = path.pgno[level];
             let new = self.store.touch(old)?;
