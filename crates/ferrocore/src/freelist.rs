@@ -274,7 +274,9 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
             db: &mut *free_db,
             cmp: KeyCmp::Integer,
         };
-        if !tree.delete(&key.to_le_bytes())? {
+        // Taken in order, a record is the oldest left: the free DB's first.
+        let key = key.to_le_bytes();
+        if !tree.delete_first_if(&key)? && !tree.delete(&key)? {
             return Err(Error::corrupted(
                 free_db.root,
                 "consumed free-DB record vanished",

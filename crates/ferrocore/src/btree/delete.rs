@@ -6,7 +6,7 @@ use crate::store::PageStore;
 
 use super::nodes::Nodes;
 use super::put::{check_node_kind, TreeMut};
-use super::search::search;
+use super::search::{descend_edge, search};
 use super::{debug_assert_ordered, view, Path, FILL_THRESHOLD};
 
 /// Buffers of [`TreeMut::move_node`], kept by the thread: a rebalance moves a node at
@@ -42,7 +42,32 @@ impl<S: PageStore> TreeMut<'_, S> {
             view(&*self.store, path.leaf())?.node(idx)?.flags,
             node_flags,
         )?;
-        self.touch_path(&mut path)?;
+        self.delete_at(&mut path, idx)?;
+        Ok(true)
+    }
+
+    /// Deletes the tree's first item if its key is `key` (a plain node); returns false,
+    /// changing nothing, if the first key is another. No key is compared on the way down:
+    /// for the free DB, whose records a txn consumes oldest first.
+    pub fn delete_first_if(&mut self, key: &[u8]) -> Result<bool> {
+        if self.db.root == P_INVALID {
+            return Ok(false);
+        }
+        let mut path = Path::default();
+        descend_edge(&*self.store, self.db, &mut path, 0, self.db.root, false)?;
+        let first = view(&*self.store, path.leaf())?.node(0)?;
+        if first.key != key {
+            return Ok(false);
+        }
+        check_node_kind(first.flags, 0)?;
+        self.delete_at(&mut path, 0)?;
+        Ok(true)
+    }
+
+    /// Deletes the item at slot `idx` of `path`'s leaf, with its overflow run, and
+    /// rebalances.
+    fn delete_at(&mut self, path: &mut Path, idx: usize) -> Result<()> {
+        self.touch_path(path)?;
         let leaf = path.leaf();
         let overflow = {
             let page = view(&*self.store, leaf)?;
@@ -55,8 +80,7 @@ impl<S: PageStore> TreeMut<'_, S> {
         edit::delete_node(self.store.dirty_mut(leaf), idx);
         self.db.entries -= 1;
         let level = path.leaf_level();
-        self.rebalance(&mut path, level)?;
-        Ok(true)
+        self.rebalance(path, level)
     }
 
     /// Restores fill and key-count bounds after a delete at `level` of `path`.
