@@ -29,31 +29,53 @@ pub fn next_reclaimable(
     limit: u64,
     pages: &mut Vec<u64>,
 ) -> Result<Option<u64>> {
-    if from >= limit {
+    if from >= limit || free_db.root == crate::format::page::P_INVALID {
         return Ok(None);
     }
-    let mut pos = Position::default();
-    if pos
-        .seek(src, free_db, KeyCmp::Integer, &from.to_le_bytes())?
-        .is_none()
-    {
-        return Ok(None);
-    }
-    let (key, value) = record_at(&pos, src)?;
+    // The record is read from the leaf the search returns (the usual case), else, when
+    // every key of that leaf is below `from`, from the next leaf.
+    let mut path = crate::btree::Path::default();
+    let (idx, _, leaf) = crate::btree::search_leaf(
+        src,
+        free_db,
+        KeyCmp::Integer,
+        &from.to_le_bytes(),
+        &mut path,
+    )?;
+    let (key, value, leaf_pgno) = if idx < leaf.num_keys() {
+        let node = leaf.node(idx)?;
+        let key = record_key(node.key, leaf.pgno())?;
+        (key, crate::btree::node_value(src, &node)?, leaf.pgno())
+    } else {
+        let mut pos = Position::default();
+        if pos
+            .seek(src, free_db, KeyCmp::Integer, &from.to_le_bytes())?
+            .is_none()
+        {
+            return Ok(None);
+        }
+        let (key, value) = record_at(&pos, src)?;
+        (key, value, pos.path.leaf())
+    };
     if key >= limit {
         return Ok(None);
     }
-    decode_idl_into(value, pos.path.leaf(), pages)?;
+    decode_idl_into(value, leaf_pgno, pages)?;
     Ok(Some(key))
+}
+
+/// A free-DB key (a txnid), found on page `pgno`.
+fn record_key(key: &[u8], pgno: u64) -> Result<u64> {
+    let key: [u8; 8] = key
+        .try_into()
+        .map_err(|_| Error::corrupted(pgno, "free-DB key is not 8 bytes"))?;
+    Ok(u64::from_le_bytes(key))
 }
 
 /// The free-DB record at `pos`: its txnid key and its IDL value.
 fn record_at<'s>(pos: &Position, src: &'s dyn PageSource) -> Result<(u64, &'s [u8])> {
     let (key, value) = pos.current(src)?;
-    let key: [u8; 8] = key
-        .try_into()
-        .map_err(|_| Error::corrupted(pos.path.leaf(), "free-DB key is not 8 bytes"))?;
-    Ok((u64::from_le_bytes(key), value))
+    Ok((record_key(key, pos.path.leaf())?, value))
 }
 
 /// Of the `count` newest free-DB records with keys in `from..limit` and below `below`,
