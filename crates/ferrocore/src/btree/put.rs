@@ -339,11 +339,19 @@ impl<S: PageStore> TreeMut<'_, S> {
             } else if flags == mode.node_flags
                 && NODE_HEADER_SIZE + key.len() + value.len() <= node_max(self.page_size())
             {
-                // The value stays inline, in a node of the same kind: rewritten in place
-                // if the node keeps its size or is the lowest on the page (a DUPSORT
-                // sub-page taking one value after another).
+                // The value stays inline, in a node of the same kind: rewritten in place,
+                // the node resized first if the page has room. A DUPSORT sub-page grows
+                // where it is (an index takes values for one key after another); other
+                // values resize in place only as the page's lowest node, else a delete
+                // and an insert make them the lowest, for the next rewrite (the free
+                // list's records are rewritten round after round).
                 let page = self.store.dirty_mut(leaf);
-                if size == value.len() || edit::resize_lowest_inline_data(page, idx, value.len()) {
+                let resize = if flags & node_flags::DUPDATA != 0 {
+                    edit::resize_inline_data
+                } else {
+                    edit::resize_lowest_inline_data
+                };
+                if size == value.len() || resize(page, idx, value.len()) {
                     edit::overwrite_inline_data(page, idx, value);
                     return Ok(true);
                 }

@@ -223,32 +223,50 @@ pub fn delete_node(page: &mut [u8], idx: usize) {
 }
 
 /// Gives leaf node `idx`, whose data is inline, room for `len` bytes of data instead of
-/// what it holds, if it is the lowest node of the page (stored at `upper`): only its
-/// header and key move, by the difference; no other node and no other slot. The data's
-/// bytes are then undefined; the caller writes them ([`overwrite_inline_data`]). Returns
-/// false (changing nothing) if the node is not the lowest or the page lacks room; then a
-/// delete and an insert resize it, and leave it the lowest, so that a value that keeps
-/// growing (a DUPSORT sub-page taking one value after another) takes this path next time.
-pub fn resize_lowest_inline_data(page: &mut [u8], idx: usize, len: usize) -> bool {
+/// what it holds, in place: the node keeps its end, and its start moves by the difference,
+/// with the nodes stored below it (only its header and key when it is the lowest node of
+/// the page, a DUPSORT sub-page taking one value after another). One move of those bytes,
+/// where a delete and an insert would move them twice and shift the slots twice. The
+/// data's bytes are then undefined; the caller writes them ([`overwrite_inline_data`]).
+/// Returns false (changing nothing) if the page lacks room.
+pub fn resize_inline_data(page: &mut [u8], idx: usize, len: usize) -> bool {
     debug_assert!(leaf2_size(page).is_none(), "a LEAF2 item has no data");
     let (off, old) = node_footprint(page, idx);
     debug_assert_eq!(read_u16(page, off + 4) & node_flags::BIGDATA, 0);
-    if off != read_u16(page, 14) as usize {
-        return false;
-    }
     let ksize = read_u16(page, off + 6) as usize;
     let new = even(NODE_HEADER_SIZE + ksize + len);
     if new > old && new - old > free_space(page) {
         return false;
     }
-    // The node keeps its end; its start (the page's `upper`) moves.
-    let new_off = off + old - new;
-    page.copy_within(off..off + NODE_HEADER_SIZE + ksize, new_off);
-    write_u16(page, PAGE_HEADER_SIZE + 2 * idx, new_off as u16);
-    write_u16(page, 14, new_off as u16);
+    let upper = read_u16(page, 14) as usize;
+    // Everything from `upper` to the end of this node's key moves by `old - new` bytes
+    // (down the page when the node grows); the slots of the nodes moved follow.
+    let (new_upper, new_off) = (upper + old - new, off + old - new);
+    page.copy_within(upper..off + NODE_HEADER_SIZE + ksize, new_upper);
+    if off == upper {
+        write_u16(page, PAGE_HEADER_SIZE + 2 * idx, new_off as u16);
+    } else {
+        for j in 0..num_keys(page) {
+            let s = PAGE_HEADER_SIZE + 2 * j;
+            let o = read_u16(page, s) as usize;
+            if o <= off {
+                write_u16(page, s, (o + old - new) as u16);
+            }
+        }
+    }
+    write_u16(page, 14, new_upper as u16);
     write_u16(page, new_off, len as u16);
     write_u16(page, new_off + 2, (len >> 16) as u16);
     true
+}
+
+/// [`resize_inline_data`] only if node `idx` is the lowest of the page (stored at
+/// `upper`): only its header and key move. Returns false (changing nothing) otherwise, or
+/// if the page lacks room; a delete and an insert then resize it, and leave it the lowest,
+/// so that a value rewritten again and again takes this path next time.
+pub fn resize_lowest_inline_data(page: &mut [u8], idx: usize, len: usize) -> bool {
+    let off = read_u16(page, PAGE_HEADER_SIZE + 2 * idx) as usize;
+    off == read_u16(page, 14) as usize && resize_inline_data(page, idx, len)
 }
 
 /// Overwrites the inline data of leaf node `idx` in place; `data` must have the size of
@@ -327,45 +345,56 @@ mod tests {
     }
 
     #[test]
-    fn resizing_the_lowest_node_moves_only_it() {
-        // Node 5 of 9 is the lowest once deleted and inserted again.
-        for len in [40, 1, 200, 0, 8] {
-            let mut page = leaf(9);
-            let node5 = items(&page)[5].clone();
-            delete_node(&mut page, 5);
-            let value = NodeValue::Inline {
-                flags: 0,
-                data: &node5.1,
-            };
-            assert!(insert_node(&mut page, 5, &node5.0, value));
-            let mut want = items(&page);
-            let free = free_space(&page);
-            assert!(
-                !resize_lowest_inline_data(&mut page, 4, len),
-                "not the lowest"
-            );
-            assert!(resize_lowest_inline_data(&mut page, 5, len));
-            let data = vec![0xAB; len];
-            overwrite_inline_data(&mut page, 5, &data);
-            want[5].1 = data;
-            assert_eq!(items(&page), want, "node 5 to {len} bytes");
-            let grown =
-                even(NODE_HEADER_SIZE + 3 + len) as isize - even(NODE_HEADER_SIZE + 3 + 8) as isize;
-            assert_eq!(free_space(&page) as isize, free as isize - grown);
+    fn resizing_a_node_keeps_every_other_node() {
+        // Node 5 of 9 in the middle of the node area, and again as the lowest node (deleted
+        // and inserted again), grown, shrunk and emptied.
+        for lowest in [false, true] {
+            for len in [40, 1, 200, 0, 8] {
+                let mut page = leaf(9);
+                if lowest {
+                    let node5 = items(&page)[5].clone();
+                    delete_node(&mut page, 5);
+                    let value = NodeValue::Inline {
+                        flags: 0,
+                        data: &node5.1,
+                    };
+                    assert!(insert_node(&mut page, 5, &node5.0, value));
+                }
+                let mut want = items(&page);
+                let free = free_space(&page);
+                assert_eq!(
+                    resize_lowest_inline_data(&mut page.clone(), 5, len),
+                    lowest,
+                    "the lowest-only resize takes the lowest node only"
+                );
+                assert!(resize_inline_data(&mut page, 5, len));
+                let data = vec![0xAB; len];
+                overwrite_inline_data(&mut page, 5, &data);
+                want[5].1 = data;
+                assert_eq!(
+                    items(&page),
+                    want,
+                    "node 5 to {len} bytes (lowest: {lowest})"
+                );
+                let grown = even(NODE_HEADER_SIZE + 3 + len) as isize
+                    - even(NODE_HEADER_SIZE + 3 + 8) as isize;
+                assert_eq!(free_space(&page) as isize, free as isize - grown);
+            }
         }
     }
 
     #[test]
     fn resizing_past_the_free_space_changes_nothing() {
         let mut page = leaf(9);
-        // Node 8, inserted last, is the lowest.
+        // Node 8, inserted last, is the lowest; node 2 is not.
         let before = page.clone();
         let free = free_space(&page);
-        assert!(!resize_lowest_inline_data(&mut page, 8, 11 + free + 2));
+        assert!(!resize_inline_data(&mut page, 8, 11 + free + 2));
+        assert!(!resize_inline_data(&mut page, 2, 5 + free + 2));
         assert_eq!(page, before);
         // Exactly the free space is room enough.
         let len = 11 + free;
-        assert!(resize_lowest_inline_data(&mut page, 8, len));
+        assert!(resize_inline_data(&mut page, 8, len));
         assert_eq!(free_space(&page), 0);
         overwrite_inline_data(&mut page, 8, &vec![1; len]);
         assert_eq!(items(&page)[8].1, vec![1; len]);
