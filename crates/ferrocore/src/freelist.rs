@@ -405,11 +405,7 @@ fn settle(
             // py-lmdb's verify insist), so the slack is given back once; if that moved
             // pages, the loop goes on and the records keep their slack (readers use the
             // count).
-            if shrink_tried
-                || lens
-                    .iter()
-                    .all(|&(key, len)| len == exact_len(planned, key))
-            {
+            if shrink_tried || all_exact(lens, planned) {
                 return Ok(());
             }
             shrink_tried = true;
@@ -454,12 +450,7 @@ fn settle(
             };
             tree.put(&record.key.to_le_bytes(), value, Default::default())?;
         }
-        if pages.free_list_edits() == edits
-            && !settled
-            && lens
-                .iter()
-                .all(|&(key, len)| len == exact_len(planned, key))
-        {
+        if pages.free_list_edits() == edits && !settled && all_exact(lens, planned) {
             // Settled, every record of its exact length: the round after the next would
             // find nothing to give back either.
             return Ok(());
@@ -468,6 +459,13 @@ fn settle(
         std::mem::swap(written, planned);
     }
     Err(Error::Panic("free list did not settle while saving"))
+}
+
+/// True if every record written (`lens`: key and length) has its planned record's exact
+/// length, with no slack left to give back.
+fn all_exact(lens: &[(u64, usize)], planned: &[PlannedRecord]) -> bool {
+    lens.iter()
+        .all(|&(key, len)| len == exact_len(planned, key))
 }
 
 /// The exact length of `key`'s planned record.

@@ -156,17 +156,8 @@ pub fn append_raw(page: &mut [u8], raw: &[u8]) -> bool {
             },
         );
     }
-    let size = even(raw.len());
-    if size + 2 > free_space(page) {
-        return false;
-    }
-    let lower = read_u16(page, 12) as usize;
-    let upper = read_u16(page, 14) as usize - size;
-    page[upper..upper + raw.len()].copy_from_slice(raw);
-    write_u16(page, lower, upper as u16);
-    write_u16(page, 12, (lower + 2) as u16);
-    write_u16(page, 14, upper as u16);
-    true
+    // One node: the whole run is all or nothing.
+    append_raws(page, [raw])
 }
 
 /// Appends nodes given as their stored bytes after the last slot of a page that is not

@@ -590,33 +590,9 @@ impl<'a> PageView<'a> {
             return Ok(()); // parse_leaf2 checked that every key lies in the page
         }
         let b = self.bytes;
-        let branch = self.is_branch();
         let mut total = 0;
-        let Some(slots) = b.get(PAGE_HEADER_SIZE..PAGE_HEADER_SIZE + 2 * self.num_keys) else {
-            return Err(corrupt(self.pgno, "slot array runs past the page"));
-        };
-        for slot in slots.chunks_exact(2) {
-            let off = u16::from_le_bytes([slot[0], slot[1]]) as usize;
-            if off < self.upper {
-                return Err(corrupt(self.pgno, "node offset outside the node area"));
-            }
-            let Some(&[l0, l1, h0, h1, f0, f1, k0, k1]) = b.get(off..off + NODE_HEADER_SIZE) else {
-                return Err(corrupt(self.pgno, "node offset outside the node area"));
-            };
-            let ksize = u16::from_le_bytes([k0, k1]) as usize;
-            let stored = if branch {
-                0
-            } else if u16::from_le_bytes([f0, f1]) & node_flags::BIGDATA != 0 {
-                8
-            } else {
-                u16::from_le_bytes([l0, l1]) as usize
-                    | (u16::from_le_bytes([h0, h1]) as usize) << 16
-            };
-            let len = NODE_HEADER_SIZE + ksize + stored;
-            if off + len > b.len() {
-                return Err(corrupt(self.pgno, "node runs past the page"));
-            }
-            total += even(len);
+        for i in 0..self.num_keys {
+            total += even(self.node_extent(i)?.1);
         }
         if total > b.len() - self.upper {
             return Err(corrupt(self.pgno, "nodes overlap or exceed the node area"));
