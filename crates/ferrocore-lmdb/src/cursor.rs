@@ -126,8 +126,9 @@ fn writes_key(op: CursorOp) -> bool {
 }
 
 /// Moves the cursor (`mdb_cursor_get`). The hot path of iteration, `MDB_NEXT` on a read
-/// txn to the next item of the same leaf, runs before the panic guard and the op decoding:
-/// one look at the handle, one at its txn, then [`ferrocore::DetachedCursor::next_on_leaf`],
+/// txn to the next item of the same leaf or of the next leaf under the same parent, runs
+/// before the panic guard and the op decoding:
+/// one look at the handle, one at its txn, then [`ferrocore::DetachedCursor::next_plain`],
 /// which cannot panic (it reads through checked slices and gives up with `None`).
 /// Everything else goes through `cursor_get`, out of line.
 ///
@@ -146,10 +147,9 @@ pub unsafe extern "C" fn mdb_cursor_get(
         return libc::EINVAL;
     };
     if op == CursorOp::Next as c_uint {
-        // A scan's common step, outside the panic guard: `next_on_leaf` never panics.
+        // A scan's common step, outside the panic guard: `next_plain` never panics.
         // SAFETY: an open cursor's txn handle (module doc), not in use by another call.
-        if let Some(item) = unsafe { active_read_txn(c.txn) }.and_then(|r| c.cursor.next_on_leaf(r))
-        {
+        if let Some(item) = unsafe { active_read_txn(c.txn) }.and_then(|r| c.cursor.next_plain(r)) {
             // SAFETY: the caller's contract: `key` and `data` are null or writable.
             unsafe {
                 set_val(key, item.0);

@@ -1519,12 +1519,13 @@ unsafe fn scan_text(api: Api, c: Ptr) -> Vec<String> {
 }
 
 /// Read cursors' scans through the C ABI, against LMDB: over many leaves, with values
-/// inline and on overflow pages, in a plain and a DUPSORT DB, on a snapshot that a later
-/// commit changed (deletes and new keys), and with one cursor carried across
-/// `mdb_txn_reset`/`mdb_txn_renew` and `mdb_cursor_renew` to the newer snapshot. The
-/// answers must be LMDB's, step for step: ferrocore takes a shortcut for `MDB_NEXT` on a
-/// read txn's leaf (`DetachedCursor::next_on_leaf`), which must give up on an overflow
-/// value, a DUPSORT DB, the end of a leaf and a new snapshot.
+/// inline and on overflow pages, in a plain and a DUPSORT DB and a three-level one, on a
+/// snapshot that a later commit changed (deletes and new keys), and with one cursor
+/// carried across `mdb_txn_reset`/`mdb_txn_renew` and `mdb_cursor_renew` to the newer
+/// snapshot. The answers must be LMDB's, step for step: ferrocore takes a shortcut for
+/// `MDB_NEXT` on a read txn (`DetachedCursor::next_plain`), along a leaf and to the next
+/// leaf of the same parent, which must give up on an overflow value, a DUPSORT DB, a leaf
+/// whose next leaf has another parent, and a new snapshot.
 #[test]
 fn read_cursor_scans_match_lmdb_across_leaves_and_snapshots() {
     let lib = ferrocore_library();
@@ -1551,10 +1552,12 @@ fn read_cursor_scans_match_lmdb_across_leaves_and_snapshots() {
             );
             assert_eq!((api.env_create)(&mut env), 0);
             assert_eq!((api.env_set_maxdbs)(env, 4), 0);
+            assert_eq!((api.env_set_mapsize)(env, 16 << 20), 0);
             assert_eq!((api.env_open)(env, path.as_ptr(), 0, 0o644), 0);
             assert_eq!((api.txn_begin)(env, std::ptr::null_mut(), 0, &mut txn), 0);
-            let mut dbis = [0; 2];
-            for (dbi, (name, flags)) in dbis.iter_mut().zip([("plain", 0), ("dups", DUPSORT)]) {
+            let mut dbis = [0; 3];
+            let names = [("plain", 0), ("dups", DUPSORT), ("wide", 0)];
+            for (dbi, (name, flags)) in dbis.iter_mut().zip(names) {
                 let name = CString::new(name).unwrap();
                 assert_eq!((api.dbi_open)(txn, name.as_ptr(), flags | CREATE, dbi), 0);
             }
@@ -1568,14 +1571,21 @@ fn read_cursor_scans_match_lmdb_across_leaves_and_snapshots() {
                     let (mut kv, mut vv) = (in_val(k.as_bytes()), in_val(dup.as_bytes()));
                     assert_eq!((api.put)(txn, dbis[1], &mut kv, &mut vv, 0), 0);
                 }
+                // Six nodes a leaf: enough leaves for branch pages under the root.
+                let wide = vec![(i % 251) as u8; 600];
+                let (mut kv, mut vv) = (in_val(k.as_bytes()), in_val(&wide));
+                assert_eq!((api.put)(txn, dbis[2], &mut kv, &mut vv, 0), 0);
             }
+            let mut st = Stat::default();
+            assert_eq!((api.stat)(txn, dbis[2], &mut st), 0);
+            assert!(st.depth >= 3, "depth {}", st.depth);
             assert_eq!((api.txn_commit)(txn), 0);
 
             assert_eq!(
                 (api.txn_begin)(env, std::ptr::null_mut(), RDONLY, &mut reader),
                 0
             );
-            let mut cursors = [std::ptr::null_mut(); 2];
+            let mut cursors = [std::ptr::null_mut(); 3];
             for (c, dbi) in cursors.iter_mut().zip(dbis) {
                 assert_eq!((api.cursor_open)(reader, dbi, c), 0);
                 answers.extend(scan_text(api, *c));

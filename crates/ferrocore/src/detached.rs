@@ -23,7 +23,7 @@ use crate::flags::put_flags;
 use crate::format::meta::DbRecord;
 use crate::format::page::{PageShape, PageView};
 use crate::order::Orders;
-use crate::store::PageSource;
+use crate::store::{PageSource, SnapshotPages};
 use crate::txn::{Database, Item, ReadTxn, Source, WriteCursor, WriteTxn};
 
 /// LMDB's `MDB_cursor_op`, in LMDB's order: the discriminants are the C values.
@@ -239,7 +239,7 @@ impl DetachedCursor {
     ) -> Result<Option<Item<'t>>> {
         if let TxnRef::Read(r) = txn {
             if op == CursorOp::Next {
-                if let Some(item) = self.next_on_leaf(r) {
+                if let Some(item) = self.next_plain(r) {
                     return Ok(Some(item));
                 }
             }
@@ -247,16 +247,19 @@ impl DetachedCursor {
         self.get_general(txn, op, key, value)
     }
 
-    /// `MDB_NEXT` on a read txn in its common case, the next item of the leaf the cursor
-    /// stands on: a DB without DUPSORT, no mark set, a value stored in the node. `None`
-    /// otherwise, with the cursor unchanged: then [`DetachedCursor::get`] does the move.
-    /// It reads only that leaf and never panics (a C binding may call it before its
-    /// panic guard); the leaf's shape is kept per snapshot, so the step parses no header.
+    /// `MDB_NEXT` on a read txn in its common case: a DB without DUPSORT, no mark set, a
+    /// value stored in the node, and the next item on the leaf the cursor stands on or on
+    /// the next leaf of the same parent. `None` otherwise, with the cursor unchanged: then
+    /// [`DetachedCursor::get`] does the move. It reads only those pages and never panics
+    /// (a C binding may call it before its panic guard); the leaf's shape is kept per
+    /// snapshot, so a step along a leaf parses no header.
     #[inline]
-    pub fn next_on_leaf<'t>(&mut self, r: &'t ReadTxn<'_>) -> Option<Item<'t>> {
-        let (pgno, idx) = self.core.next_slot_on_leaf()?;
+    pub fn next_plain<'t>(&mut self, r: &'t ReadTxn<'_>) -> Option<Item<'t>> {
         let Source::Snapshot(pages) = r.source() else {
             return None;
+        };
+        let Some((pgno, idx)) = self.core.next_slot_on_leaf() else {
+            return self.next_leaf_plain(r, pages);
         };
         let bytes = pages.page(pgno).ok()?;
         let leaf = match self.leaf_shape {
@@ -274,6 +277,25 @@ impl DetachedCursor {
         }
         let item = leaf.plain_leaf_item(idx)?;
         self.core.pos.set_leaf_idx(idx);
+        self.value_untouched = false;
+        Some(item)
+    }
+
+    /// [`DetachedCursor::next_plain`] from the last item of a leaf: to the first of the
+    /// next leaf under the same parent. Out of line: one step in a leaf's worth.
+    #[inline(never)]
+    fn next_leaf_plain<'t>(
+        &mut self,
+        r: &'t ReadTxn<'_>,
+        pages: &'t SnapshotPages<'t>,
+    ) -> Option<Item<'t>> {
+        let next = self.core.next_leaf_on_parent(pages)?;
+        if next.leaf.is_leaf2() {
+            return None;
+        }
+        let item = next.leaf.plain_leaf_item(0)?;
+        self.leaf_shape = (r.id(), Some(next.leaf.shape()));
+        self.core.pos.enter_next_leaf(&next);
         self.value_untouched = false;
         Some(item)
     }

@@ -25,7 +25,7 @@ mod search;
 mod tests;
 
 pub use free::free_tree;
-pub use position::{Position, State};
+pub use position::{NextLeaf, Position, State};
 pub use put::{LeafFacts, PutMode, TreeMut};
 pub use search::{get, get_node, leaf_search, node_value, search, search_leaf};
 

@@ -3,12 +3,12 @@
 
 use crate::error::{Error, Result};
 use crate::format::meta::DbRecord;
-use crate::format::page::{Node, P_INVALID};
+use crate::format::page::{Node, PageView, P_INVALID};
 use crate::order::KeyCmp;
 use crate::store::PageSource;
 
 use super::search::{descend_edge, search_leaf};
-use super::{node_value, view, Path};
+use super::{node_value, view, Path, MAX_DEPTH};
 
 /// Where a cursor stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +28,15 @@ pub struct Position {
     pub state: State,
     /// Number of nodes on the current leaf, so `next` within a leaf reads no page.
     leaf_keys: usize,
+}
+
+/// The leaf after a cursor's current one, under the same parent: what
+/// [`Position::next_leaf_on_parent`] found and [`Position::enter_next_leaf`] moves to.
+pub struct NextLeaf<'s> {
+    /// The parent's slot that points to `leaf`.
+    parent_slot: u16,
+    /// The leaf, parsed (a leaf page with at least one node).
+    pub leaf: PageView<'s>,
 }
 
 impl Default for Position {
@@ -133,6 +142,57 @@ impl Position {
             .and_then(|l| self.path.idx.get_mut(l))
         {
             *slot = idx as u16;
+        }
+    }
+
+    /// The leaf after the current one when the cursor stands on its current leaf's last
+    /// slot and that next leaf hangs from the same parent: the common leaf change of a
+    /// scan, for a step that must not climb or panic. Reads the parent and the next leaf,
+    /// moves nothing; `None` for anything else (another parent, a page of the wrong type,
+    /// an empty or unreadable leaf), which [`Position::next`] handles, errors included.
+    /// [`Position::enter_next_leaf`] then moves there.
+    #[inline]
+    pub fn next_leaf_on_parent<'s, S: PageSource + ?Sized>(
+        &self,
+        src: &'s S,
+    ) -> Option<NextLeaf<'s>> {
+        if self.state != State::Valid {
+            return None;
+        }
+        let leaf_level = self.path.depth.checked_sub(1)?;
+        let parent_level = leaf_level.checked_sub(1)?;
+        if *self.path.idx.get(leaf_level)? as usize + 1 != self.leaf_keys {
+            return None;
+        }
+        let parent = view(src, *self.path.pgno.get(parent_level)?).ok()?;
+        let parent_slot = *self.path.idx.get(parent_level)? as usize + 1;
+        if parent.is_leaf() || parent_slot >= parent.num_keys() {
+            return None;
+        }
+        let pgno = parent.child(parent_slot).ok()?;
+        let leaf = view(src, pgno).ok()?;
+        if !leaf.is_leaf() || leaf.num_keys() == 0 {
+            return None;
+        }
+        Some(NextLeaf {
+            parent_slot: parent_slot as u16,
+            leaf,
+        })
+    }
+
+    /// Moves to slot 0 of the leaf that [`Position::next_leaf_on_parent`] returned (for
+    /// this position, unmoved since).
+    #[inline]
+    pub fn enter_next_leaf(&mut self, next: &NextLeaf<'_>) {
+        let leaf_level = self.path.depth.wrapping_sub(1);
+        debug_assert!(self.state == State::Valid && leaf_level > 0);
+        debug_assert_eq!(self.path.idx[leaf_level] as usize + 1, self.leaf_keys);
+        // Checked, not indexed: a C binding calls this before its panic guard.
+        if (1..MAX_DEPTH).contains(&leaf_level) {
+            self.path.idx[leaf_level - 1] = next.parent_slot;
+            self.path.idx[leaf_level] = 0;
+            self.path.pgno[leaf_level] = next.leaf.pgno();
+            self.leaf_keys = next.leaf.num_keys();
         }
     }
 

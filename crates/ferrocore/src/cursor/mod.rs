@@ -11,7 +11,7 @@ mod seek;
 
 pub use place::SavedPlace;
 
-use crate::btree::{view, Position, State};
+use crate::btree::{view, NextLeaf, Position, State};
 use crate::error::{Error, Result};
 use crate::format::meta::DbRecord;
 use crate::format::page::{node_flags, Node, PageView};
@@ -399,10 +399,32 @@ impl CursorCore {
     /// this leaf. The cursor does not move (see [`Position::set_leaf_idx`]).
     #[inline]
     pub fn next_slot_on_leaf(&self) -> Option<(u64, usize)> {
-        if self.dcmp.is_some() || self.del | self.eof | self.main_past {
+        if !self.steps_plainly() {
             return None;
         }
         self.pos.next_slot_on_leaf()
+    }
+
+    /// The leaf `MDB_NEXT` would move to from the current leaf's last item, if it hangs
+    /// from the same parent and nothing else needs settling (as for
+    /// [`CursorCore::next_slot_on_leaf`]). The cursor does not move (see
+    /// [`Position::enter_next_leaf`]).
+    #[inline]
+    pub fn next_leaf_on_parent<'s, S: PageSource + ?Sized>(
+        &self,
+        src: &'s S,
+    ) -> Option<NextLeaf<'s>> {
+        if !self.steps_plainly() {
+            return None;
+        }
+        self.pos.next_leaf_on_parent(src)
+    }
+
+    /// True if `MDB_NEXT` is a step of the main position alone: a DB without DUPSORT, no
+    /// mark set.
+    #[inline]
+    fn steps_plainly(&self) -> bool {
+        self.dcmp.is_none() && !(self.del | self.eof | self.main_past)
     }
 
     /// `MDB_PREV`: the previous value of this key, else the last of the previous key.

@@ -206,9 +206,19 @@ impl<'t> Cursor<'t> {
         self.next_general()
     }
 
-    /// [`Cursor::next`] for all but its common step.
+    /// [`Cursor::next`] for all but its common step. From a leaf's last item to the next
+    /// leaf of the same parent it reads just those two pages (as LMDB's sibling step).
     #[inline(never)]
     fn next_general(&mut self) -> Result<Option<Item<'t>>> {
+        let next = match self.src {
+            Source::Snapshot(s) => self.core.next_leaf_on_parent(s),
+            Source::Write(w) => self.core.next_leaf_on_parent(w),
+        };
+        if let Some(next) = next {
+            self.core.pos.enter_next_leaf(&next);
+            self.leaf = Some(next.leaf);
+            return self.found(true);
+        }
         let moved = self.core.next(&self.src)?;
         self.found(moved)
     }
