@@ -333,18 +333,64 @@ impl<S: PageStore> DupTree<'_, S> {
                     // tightly, or makes the set a sub-DB.
                     return Ok(PutPlan::Regroup);
                 }
+                if !sub.is_leaf2() {
+                    // Grown where it is, if its leaf has the room (`DupTree::grow_subpage`).
+                    return Ok(PutPlan::GrowSubPage { slot: lo, extra });
+                }
                 // One copy, with room for the new value, as LMDB grows a sub-page.
-                edit::with_room(bytes, extra, scratch);
-                let no_data = NodeValue::Inline {
-                    flags: 0,
-                    data: &[],
-                };
-                let fits = edit::insert_node(scratch, lo, value, no_data);
-                assert!(fits, "sub-page grown by the new value's footprint");
+                grown_subpage(bytes, extra, lo, value, scratch);
                 Ok(PutPlan::SubPage)
             }
             Dups::SubDb(rec) => Ok(PutPlan::SubDb(rec)),
         }
+    }
+
+    /// Adds `value` at slot `slot` of the sub-page of `key`, the present node at slot
+    /// `idx` of `path`'s leaf, growing it by `extra` bytes ([`PutPlan::GrowSubPage`]):
+    /// where it is if the leaf has the room (its nodes stay in place, only its header and
+    /// slots move), else built aside in `scratch` and put in the node's place, which
+    /// splits the leaf.
+    #[allow(clippy::too_many_arguments)]
+    fn grow_subpage(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        path: &mut btree::Path,
+        (idx, facts): Found,
+        slot: usize,
+        extra: usize,
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        if let Some(data) =
+            self.tree
+                .grow_inline_at(path, idx, facts, node_flags::DUPDATA, extra)?
+        {
+            if extra > 0 {
+                edit::regrow_subpage(data, extra);
+            }
+            let fits = edit::insert_node(data, slot, value, NO_DATA);
+            assert!(fits, "sub-page grown by the new value's footprint");
+            return Ok(());
+        }
+        // The leaf lacks the room: the node's sub-page (unchanged, its leaf now writable)
+        // is copied out grown, and replaces it.
+        let leaf = btree::view(&*self.tree.store, path.leaf())?;
+        let node = leaf.node(idx)?;
+        let Dups::SubPage(sub) = dups_of(&node, leaf.pgno())? else {
+            return Err(Error::corrupted(
+                leaf.pgno(),
+                "sub-page changed under a put",
+            ));
+        };
+        grown_subpage(sub.bytes(), extra, slot, value, scratch);
+        let mode = PutMode {
+            node_flags: node_flags::DUPDATA,
+            any_kind: true,
+            ..PutMode::default()
+        };
+        self.tree
+            .put_at_with(path, idx, facts, key, scratch, mode)?;
+        Ok(())
     }
 
     /// Stores `key`'s set, found at slot `idx` of `leaf`, with `value` added, anew
@@ -393,13 +439,22 @@ impl<S: PageStore> DupTree<'_, S> {
         let mut scratch = std::mem::take(&mut *self.scratch);
         let planned = self.plan_put(key, value, no_overwrite, &mut path, &mut scratch);
         let r = planned.and_then(|(plan, found)| {
-            self.put_planned(key, value, no_dup_data, plan, found, &mut path, &scratch)
+            self.put_planned(
+                key,
+                value,
+                no_dup_data,
+                plan,
+                found,
+                &mut path,
+                &mut scratch,
+            )
         });
         *self.scratch = scratch;
         r
     }
 
-    /// Carries out [`DupTree::plan_put`]'s plan (`sub`: the grown sub-page it built).
+    /// Carries out [`DupTree::plan_put`]'s plan (`sub`: the sub-page it built, for
+    /// [`PutPlan::SubPage`]; room to build one for [`PutPlan::GrowSubPage`]).
     #[allow(clippy::too_many_arguments)]
     fn put_planned(
         &mut self,
@@ -409,7 +464,7 @@ impl<S: PageStore> DupTree<'_, S> {
         plan: PutPlan,
         found: Option<Found>,
         path: &mut btree::Path,
-        sub: &[u8],
+        sub: &mut Vec<u8>,
     ) -> Result<DupPut> {
         let entries = self.tree.db.entries;
         let any = PutMode {
@@ -439,6 +494,12 @@ impl<S: PageStore> DupTree<'_, S> {
                     ..any
                 };
                 self.tree.put(key, sub, mode)?;
+            }
+            (PutPlan::GrowSubPage { slot, extra }, Some(found)) => {
+                self.grow_subpage(key, value, path, found, slot, extra, sub)?;
+            }
+            (PutPlan::GrowSubPage { .. }, None) => {
+                unreachable!("a sub-page is grown only when its key is found")
             }
             (PutPlan::Regroup, Some((idx, facts))) if facts.exact() => {
                 self.regroup(key, value, path.leaf(), idx)?;
@@ -626,11 +687,28 @@ enum PutPlan {
     /// The key's sub-page with the value inserted, built in the scratch buffer, ready to
     /// replace the node's data.
     SubPage,
+    /// The key's sub-page (not LEAF2) takes the value at slot `slot` once grown by `extra`
+    /// bytes (0 if it has the room): see `DupTree::grow_subpage`.
+    GrowSubPage { slot: usize, extra: usize },
     /// The key's values and the new one, in a new form (a single value and the new one too
     /// large for a sub-page, or a sub-page outgrowing its node): see `DupTree::regroup`.
     Regroup,
     /// The key's sub-DB, to insert the value into.
     SubDb(DbRecord),
+}
+
+/// An inline node's data with no bytes: the node of a value in a sub-page.
+const NO_DATA: NodeValue<'static> = NodeValue::Inline {
+    flags: 0,
+    data: &[],
+};
+
+/// Builds in `out` the sub-page `bytes` grown by `extra` bytes with `value` inserted at
+/// slot `slot`: one copy, with room for the new value, as LMDB grows a sub-page.
+fn grown_subpage(bytes: &[u8], extra: usize, slot: usize, value: &[u8], out: &mut Vec<u8>) {
+    edit::with_room(bytes, extra, out);
+    let fits = edit::insert_node(out, slot, value, NO_DATA);
+    assert!(fits, "sub-page grown by the new value's footprint");
 }
 
 /// A key's value set copied out of its node.

@@ -369,6 +369,37 @@ impl<S: PageStore> TreeMut<'_, S> {
         Ok(false)
     }
 
+    /// Gives the present node at slot `idx` of `path`'s leaf, inline data of kind
+    /// `node_flags` (`facts` read by the caller's search of this tree, unchanged since),
+    /// `extra` more bytes of data where it is, and returns its data: the path is made
+    /// writable and the node keeps its end, so the old data is the returned slice's tail
+    /// and its first `extra` bytes are undefined (see [`edit::resize_inline_data`]). `None`
+    /// (the path made writable, nothing else changed) if the leaf lacks the room or the
+    /// node is not of that kind; the caller then puts the grown data with
+    /// [`TreeMut::put_at_with`], which splits the leaf. The caller checks that the grown
+    /// node fits a page ([`node_max`]). A DUPSORT sub-page grows this way.
+    pub fn grow_inline_at(
+        &mut self,
+        path: &mut Path,
+        idx: usize,
+        facts: LeafFacts,
+        node_flags: u16,
+        extra: usize,
+    ) -> Result<Option<&mut [u8]>> {
+        let Some((flags, size, _)) = facts.present else {
+            return Ok(None);
+        };
+        if facts.fixed != 0 || flags != node_flags || flags & node_flags::BIGDATA != 0 {
+            return Ok(None);
+        }
+        self.touch_path(path)?;
+        let page = self.store.dirty_mut(path.leaf());
+        if extra > 0 && !edit::resize_inline_data(page, idx, size + extra) {
+            return Ok(None);
+        }
+        Ok(Some(edit::inline_data_mut(page, idx)))
+    }
+
     /// Overwrites an overflow value in its own run when the run is ours and big enough.
     fn rewrite_overflow_in_place(
         &mut self,

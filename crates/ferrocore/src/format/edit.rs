@@ -84,6 +84,26 @@ pub fn with_room(page: &[u8], extra: usize, out: &mut Vec<u8>) {
     debug_assert!(len <= MAX_PAGE_SIZE);
 }
 
+/// Makes the sub-page held in the last `data.len() - extra` bytes of `data` (as a node
+/// grown by [`resize_inline_data`] holds its old data) that sub-page with `extra` more
+/// bytes of free space, filling `data`, in place: its header and slots move to the front
+/// and its nodes stay where they are, now `extra` bytes further from its start. The moves
+/// of [`with_room`] without a copy of the nodes. Not for LEAF2 sub-pages.
+pub fn regrow_subpage(data: &mut [u8], extra: usize) {
+    debug_assert!(extra <= data.len() && extra.is_multiple_of(2));
+    let lower = read_u16(data, extra + 12) as usize;
+    let upper = read_u16(data, extra + 14) as usize;
+    debug_assert!(leaf2_size(&data[extra..]).is_none(), "a LEAF2 sub-page");
+    debug_assert!(PAGE_HEADER_SIZE <= lower && lower <= upper && extra + upper <= data.len());
+    data.copy_within(extra..extra + lower, 0);
+    for slot in (PAGE_HEADER_SIZE..lower).step_by(2) {
+        let off = read_u16(data, slot) as usize;
+        write_u16(data, slot, (off + extra) as u16);
+    }
+    write_u16(data, 14, (upper + extra) as u16);
+    debug_assert!(data.len() <= MAX_PAGE_SIZE);
+}
+
 /// Inserts a node at slot `idx`. Returns false (changing nothing) if it does not fit.
 pub fn insert_node(page: &mut [u8], idx: usize, key: &[u8], value: NodeValue<'_>) -> bool {
     let n = num_keys(page);
@@ -370,6 +390,82 @@ mod tests {
                 let grown = even(NODE_HEADER_SIZE + 3 + len) as isize
                     - even(NODE_HEADER_SIZE + 3 + 8) as isize;
                 assert_eq!(free_space(&page) as isize, free as isize - grown);
+            }
+        }
+    }
+
+    /// A tightly packed sub-page of the values `v{i}` (`3 + i % 4` bytes), as a DUPSORT
+    /// node holds them.
+    fn subpage(values: usize) -> Vec<u8> {
+        let size = |i: usize| 2 + even(NODE_HEADER_SIZE + 3 + i % 4);
+        let mut sub = vec![0u8; PAGE_HEADER_SIZE + (0..values).map(size).sum::<usize>()];
+        init(&mut sub, 0, page_flags::LEAF | page_flags::SUBP);
+        for i in 0..values {
+            let value = format!("v{i:0w$}", w = 2 + i % 4);
+            assert!(insert_node(&mut sub, i, value.as_bytes(), NO_DATA));
+        }
+        assert_eq!(free_space(&sub), 0);
+        sub
+    }
+
+    const NO_DATA: NodeValue<'static> = NodeValue::Inline {
+        flags: 0,
+        data: &[],
+    };
+
+    #[test]
+    fn a_subpage_grows_where_it_is() {
+        // Node 5 of 9 holds a sub-page: in the middle of the node area and as the lowest
+        // node; grown by the room of one more value, and by more; its key of 3 bytes makes
+        // the node's size odd, so its last byte is padding.
+        for lowest in [false, true] {
+            for extra in [14, 16, 40] {
+                let sub = subpage(6);
+                let mut page = leaf(9);
+                delete_node(&mut page, 5);
+                let value = NodeValue::Inline {
+                    flags: node_flags::DUPDATA,
+                    data: &sub,
+                };
+                assert!(insert_node(&mut page, 5, b"k05", value));
+                if !lowest {
+                    // Node 6 moves below it.
+                    let node6 = items(&page)[6].clone();
+                    delete_node(&mut page, 6);
+                    let value = NodeValue::Inline {
+                        flags: 0,
+                        data: &node6.1,
+                    };
+                    assert!(insert_node(&mut page, 6, &node6.0, value));
+                }
+                let mut want = items(&page);
+                let mut grown = Vec::new();
+                with_room(&sub, extra, &mut grown);
+                assert!(resize_inline_data(&mut page, 5, sub.len() + extra));
+                regrow_subpage(inline_data_mut(&mut page, 5), extra);
+                let data = inline_data_mut(&mut page, 5);
+                // As the copy `with_room` makes, less its zeroed free space.
+                let lower = read_u16(&grown, 12) as usize;
+                let upper = read_u16(&grown, 14) as usize;
+                assert_eq!(data.len(), grown.len());
+                assert_eq!(data[..lower], grown[..lower], "header and slots");
+                assert_eq!(data[upper..], grown[upper..], "nodes");
+                assert_eq!(free_space(data), extra);
+                // And it takes a value.
+                let new_value = b"v4a";
+                assert!(insert_node(data, 5, new_value, NO_DATA));
+                let view = PageView::parse(data, 0).unwrap();
+                let values: Vec<Vec<u8>> = (0..view.num_keys())
+                    .map(|i| view.key(i).unwrap().to_vec())
+                    .collect();
+                let mut expected: Vec<Vec<u8>> = (0..6)
+                    .map(|i| format!("v{i:0w$}", w = 2 + i % 4).into_bytes())
+                    .collect();
+                expected.insert(5, new_value.to_vec());
+                assert_eq!(values, expected, "lowest: {lowest}, extra: {extra}");
+                // The other nodes are as they were.
+                want[5].1 = inline_data_mut(&mut page, 5).to_vec();
+                assert_eq!(items(&page), want);
             }
         }
     }
