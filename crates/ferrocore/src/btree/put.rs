@@ -336,23 +336,27 @@ impl<S: PageStore> TreeMut<'_, S> {
                     return Ok(true);
                 }
                 self.free_overflow(stored)?;
-            } else if flags == mode.node_flags
-                && NODE_HEADER_SIZE + key.len() + value.len() <= node_max(self.page_size())
-            {
-                // The value stays inline, in a node of the same kind: rewritten in place,
-                // the node resized first if the page has room. A DUPSORT sub-page grows
-                // where it is (an index takes values for one key after another); other
-                // values resize in place only as the page's lowest node, else a delete
-                // and an insert make them the lowest, for the next rewrite (the free
-                // list's records are rewritten round after round).
+            } else if NODE_HEADER_SIZE + key.len() + value.len() <= node_max(self.page_size()) {
+                // The value stays inline: rewritten in place, the node resized first if
+                // the page has room, its kind changed if the put's differs (a DUPSORT
+                // key's single value becoming a sub-page, a sub-page a sub-DB's record:
+                // only `any_kind` puts get here with another kind). A DUPSORT node
+                // grows where it is (an index takes values for one key after another);
+                // other values resize in place only as the page's lowest node, else a
+                // delete and an insert make them the lowest, for the next rewrite (the
+                // free list's records are rewritten round after round).
+                debug_assert!(mode.any_kind || flags == mode.node_flags);
                 let page = self.store.dirty_mut(leaf);
-                let resize = if flags & node_flags::DUPDATA != 0 {
+                let resize = if (flags | mode.node_flags) & node_flags::DUPDATA != 0 {
                     edit::resize_inline_data
                 } else {
                     edit::resize_lowest_inline_data
                 };
                 if size == value.len() || resize(page, idx, value.len()) {
                     edit::overwrite_inline_data(page, idx, value);
+                    if flags != mode.node_flags {
+                        edit::set_node_flags(page, idx, mode.node_flags);
+                    }
                     return Ok(true);
                 }
             }

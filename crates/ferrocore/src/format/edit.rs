@@ -294,6 +294,15 @@ pub fn overwrite_inline_data(page: &mut [u8], idx: usize, data: &[u8]) {
     page[start..start + data.len()].copy_from_slice(data);
 }
 
+/// Sets the flags of leaf node `idx` whose data is inline (the node's kind: plain,
+/// DUPSORT sub-page or sub-DB record), the data staying as it is.
+pub fn set_node_flags(page: &mut [u8], idx: usize, flags: u16) {
+    debug_assert_eq!(flags & node_flags::BIGDATA, 0, "an inline node");
+    let off = read_u16(page, PAGE_HEADER_SIZE + 2 * idx) as usize;
+    debug_assert_eq!(read_u16(page, off + 4) & node_flags::BIGDATA, 0);
+    write_u16(page, off + 4, flags);
+}
+
 /// Mutable access to the inline data of leaf node `idx`.
 pub fn inline_data_mut(page: &mut [u8], idx: usize) -> &mut [u8] {
     let off = read_u16(page, PAGE_HEADER_SIZE + 2 * idx) as usize;
