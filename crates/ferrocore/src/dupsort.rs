@@ -86,28 +86,25 @@ pub fn encode_subpage(values: &[&[u8]], fixed: Option<usize>) -> Vec<u8> {
 pub fn encode_subpage_into(values: &[&[u8]], fixed: Option<usize>, buf: &mut Vec<u8>) {
     let sub = page_flags::LEAF | page_flags::DIRTY | page_flags::SUBP;
     buf.clear();
-    match fixed {
+    let ok = match fixed {
         Some(size) => {
             buf.resize(PAGE_HEADER_SIZE + values.len() * size, 0);
             edit::init_leaf2(buf, 0, sub | page_flags::LEAF2, size);
+            values.iter().enumerate().all(|(i, v)| {
+                let no_data = NodeValue::Inline {
+                    flags: 0,
+                    data: &[],
+                };
+                edit::insert_node(buf, i, v, no_data)
+            })
         }
         None => {
             buf.resize(subpage_size(values), 0);
             edit::init(buf, 0, sub);
+            edit::fill_key_nodes(buf, values)
         }
-    }
-    for (i, v) in values.iter().enumerate() {
-        let ok = edit::insert_node(
-            buf,
-            i,
-            v,
-            NodeValue::Inline {
-                flags: 0,
-                data: &[],
-            },
-        );
-        assert!(ok, "sub-page sized for its values");
-    }
+    };
+    assert!(ok, "sub-page sized for its values");
     debug_assert_eq!(edit::free_space(buf), 0);
 }
 

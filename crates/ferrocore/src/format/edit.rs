@@ -104,6 +104,35 @@ pub fn regrow_subpage(data: &mut [u8], extra: usize) {
     debug_assert!(data.len() <= MAX_PAGE_SIZE);
 }
 
+/// Writes into `page`, just [`init`]ed, one node per key of `keys`, in order, each with no
+/// data (the values of a DUPSORT sub-page): the nodes [`insert_node`] would write one
+/// after another, in one pass. Returns false (the page as it was) if they do not fit.
+pub fn fill_key_nodes(page: &mut [u8], keys: &[&[u8]]) -> bool {
+    debug_assert!(leaf2_size(page).is_none() && num_keys(page) == 0);
+    let need: usize = keys
+        .iter()
+        .map(|k| 2 + even(NODE_HEADER_SIZE + k.len()))
+        .sum();
+    if need > free_space(page) {
+        return false;
+    }
+    let mut upper = read_u16(page, 14) as usize;
+    for (i, key) in keys.iter().enumerate() {
+        upper -= even(NODE_HEADER_SIZE + key.len());
+        let header = NodeValue::Inline {
+            flags: 0,
+            data: &[],
+        }
+        .header(key.len());
+        page[upper..upper + NODE_HEADER_SIZE].copy_from_slice(&header);
+        page[upper + NODE_HEADER_SIZE..upper + NODE_HEADER_SIZE + key.len()].copy_from_slice(key);
+        write_u16(page, PAGE_HEADER_SIZE + 2 * i, upper as u16);
+    }
+    write_u16(page, 12, (PAGE_HEADER_SIZE + 2 * keys.len()) as u16);
+    write_u16(page, 14, upper as u16);
+    true
+}
+
 /// Inserts a node at slot `idx`. Returns false (changing nothing) if it does not fit.
 pub fn insert_node(page: &mut [u8], idx: usize, key: &[u8], value: NodeValue<'_>) -> bool {
     let n = num_keys(page);
@@ -421,6 +450,33 @@ mod tests {
         flags: 0,
         data: &[],
     };
+
+    #[test]
+    fn filling_key_nodes_writes_what_inserting_them_does() {
+        let keys: Vec<Vec<u8>> = (0..7).map(|i| vec![b'a' + i as u8; 1 + i % 4]).collect();
+        let keys: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+        let size: usize = PAGE_HEADER_SIZE
+            + keys
+                .iter()
+                .map(|k| 2 + even(NODE_HEADER_SIZE + k.len()))
+                .sum::<usize>();
+        for len in [size, size + 10] {
+            let mut inserted = vec![0u8; len];
+            init(&mut inserted, 0, page_flags::LEAF | page_flags::SUBP);
+            let mut filled = inserted.clone();
+            for (i, k) in keys.iter().enumerate() {
+                assert!(insert_node(&mut inserted, i, k, NO_DATA));
+            }
+            assert!(fill_key_nodes(&mut filled, &keys));
+            assert_eq!(filled, inserted, "a page of {len} bytes");
+        }
+        // Too many for the page: nothing written.
+        let mut page = vec![0u8; size - 2];
+        init(&mut page, 0, page_flags::LEAF | page_flags::SUBP);
+        let before = page.clone();
+        assert!(!fill_key_nodes(&mut page, &keys));
+        assert_eq!(page, before);
+    }
 
     #[test]
     fn a_subpage_grows_where_it_is() {
