@@ -255,3 +255,39 @@ fn append_puts_between_other_changes_match_a_model() {
         }
     }
 }
+
+/// A sorted load into the main DB while named DBs are created in the same txn: each new
+/// DB's record goes into the main DB after the loaded keys, into the leaf the last APPEND
+/// put left its hint on, without a write through that put's path, and sometimes splits
+/// that leaf. The next APPEND must then go into the new last leaf (the hint is checked
+/// against the DB's record), never after the old leaf's last key: the keys stay in
+/// order, and the file checks whole.
+#[test]
+fn append_after_a_new_named_db_in_the_last_leaf() {
+    let mut opts = env_options();
+    opts.max_dbs(300).strict(true);
+    let env = TempEnv::new(&opts);
+    let mut want = Vec::new();
+    let mut txn = env.begin_write().unwrap();
+    for round in 0..200u32 {
+        for i in 0..1 + round % 37 {
+            let key = format!("k{round:04}{i:04}").into_bytes();
+            txn.put(MAIN, &key, &[round as u8; 100], put_flags::APPEND)
+                .unwrap();
+            want.push(key);
+        }
+        // After this round's keys, before the next round's.
+        let name = format!("k{round:04}zz");
+        txn.open_db(Some(&name), db_flags::CREATE).unwrap();
+        want.push(name.into_bytes());
+    }
+    txn.commit().unwrap();
+    let txn = env.begin_read().unwrap();
+    let mut cursor = txn.cursor(MAIN).unwrap();
+    let mut got = Vec::new();
+    while let Some((key, _)) = cursor.next().unwrap() {
+        got.push(key.to_vec());
+    }
+    assert_eq!(got, want);
+    env.check().unwrap();
+}

@@ -10,6 +10,7 @@ use crate::dupsort::DupTree;
 use crate::error::{Error, Result};
 use crate::flags::{env_flags, put_flags};
 use crate::format::meta::{DbRecord, Meta, Stat};
+use crate::format::page::P_INVALID;
 use crate::freelist;
 use crate::lock::mutex::Locked;
 use crate::order::{KeyCmp, Orders};
@@ -68,8 +69,42 @@ pub struct WriteTxn<'env> {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct AppendHint {
     leaf: u64,
-    /// The DB's record just after the put.
-    tree: DbRecord,
+    /// The DB's root, entry count and page counts just after the put.
+    root: u64,
+    entries: u64,
+    pages: (u64, u64, u64),
+}
+
+impl AppendHint {
+    /// The state of `record` a later put checks (no leaf yet).
+    #[inline]
+    fn after(record: &DbRecord) -> AppendHint {
+        AppendHint {
+            leaf: P_INVALID,
+            root: record.root,
+            entries: record.entries,
+            pages: (
+                record.branch_pages,
+                record.leaf_pages,
+                record.overflow_pages,
+            ),
+        }
+    }
+
+    /// True if `record` is still as the hint left it: field by field, 8 bytes at a time
+    /// (a read of the whole record just after the put's writes to two of its fields
+    /// waits for them).
+    #[inline]
+    fn still_holds(&self, record: &DbRecord) -> bool {
+        self.root == record.root
+            && self.entries == record.entries
+            && self.pages
+                == (
+                    record.branch_pages,
+                    record.leaf_pages,
+                    record.overflow_pages,
+                )
+    }
 }
 
 impl<'env> WriteTxn<'env> {
@@ -241,6 +276,23 @@ impl<'env> WriteTxn<'env> {
 
     /// Writes back the record of `db`, which [`WriteTxn::tree_mut`] loaded in this txn
     /// (without looking up its orders again).
+    /// The record of a DB [`WriteTxn::tree_mut`] loaded, the txn's pages and the DUPSORT
+    /// scratch buffer: what a `TreeMut` or `DupTree` over the DB borrows, which changes
+    /// the record where it is kept (a copy written back would be read whole just after
+    /// the tree's 8-byte writes to it, and wait for them). `BadDbi` if it is not loaded.
+    #[inline]
+    fn tree_parts(
+        &mut self,
+        db: Database,
+    ) -> Result<(&mut DbRecord, &mut DirtyPages<'env>, &mut Vec<u8>)> {
+        let record = if db == Database::MAIN {
+            &mut self.main_db
+        } else {
+            &mut self.named.get_mut(db.0).ok_or(Error::BadDbi)?.record
+        };
+        Ok((record, &mut self.pages, &mut self.dup_scratch))
+    }
+
     pub(super) fn set_record(&mut self, db: Database, record: DbRecord) {
         if db == Database::MAIN {
             self.main_db = record;
@@ -504,8 +556,8 @@ impl<'env> WriteTxn<'env> {
         let no_overwrite = flags & put_flags::NO_OVERWRITE != 0;
         let (record, orders) = self.tree_mut(db)?;
         let cmp = orders.key;
-        let mut record_copy = *record;
         if let Some(dcmp) = orders.dup {
+            let record_copy = *record;
             return self.put_dup(db, key, value, flags, record_copy, (cmp, dcmp));
         }
         // Without DUPSORT, LMDB ignores NO_DUP_DATA and APPEND_DUP; so does ferrocore.
@@ -518,13 +570,15 @@ impl<'env> WriteTxn<'env> {
         // (A hint left pending by a put that does not append is replaced by the next
         // `tree_mut`.)
         let hint = if append {
-            self.append_hint.take().filter(|h| h.tree == record_copy)
+            self.append_hint.take()
         } else {
             None
         };
+        let (record, pages, _) = self.tree_parts(db)?;
+        let hint = hint.filter(|h| h.still_holds(record));
         let mut tree = TreeMut {
-            store: &mut self.pages,
-            db: &mut record_copy,
+            store: pages,
+            db: record,
             cmp,
         };
         // A sorted load: the last APPEND put went into this leaf, the DB's last, and
@@ -537,13 +591,10 @@ impl<'env> WriteTxn<'env> {
             },
             None => tree.put_tracked(key, value, mode),
         };
-        self.set_record(db, record_copy);
+        let after = AppendHint::after(tree.db);
         let leaf = self.note(r)?;
         if let (true, Some(leaf)) = (append, leaf) {
-            let hint = Some(AppendHint {
-                leaf,
-                tree: record_copy,
-            });
+            let hint = Some(AppendHint { leaf, ..after });
             if db == Database::MAIN {
                 self.main_append_hint = hint;
             } else if let Some(named) = self.named.get_mut(db.0) {
@@ -585,31 +636,30 @@ impl<'env> WriteTxn<'env> {
         Ok(())
     }
 
-    /// [`WriteTxn::put_inner`] in a DUPSORT DB whose record is `record_copy` and whose
-    /// key and value orders are `cmp` and `dcmp`.
-    /// Runs `change` on DUPSORT DB `db` (whose record is `record`, its key and value
-    /// orders `cmp` and `dcmp`), then keeps the record it leaves and notes the outcome.
+    /// Runs `change` on DUPSORT DB `db` (loaded by [`WriteTxn::tree_mut`], its key and
+    /// value orders `cmp` and `dcmp`), which changes its record in place, and notes the
+    /// outcome.
     fn with_dup_tree(
         &mut self,
         db: Database,
-        mut record: DbRecord,
         (cmp, dcmp): (KeyCmp, KeyCmp),
         change: impl FnOnce(DupTree<'_, DirtyPages<'env>>) -> Result<()>,
     ) -> Result<()> {
-        let tree = TreeMut {
-            store: &mut self.pages,
-            db: &mut record,
-            cmp,
-        };
+        let (record, pages, scratch) = self.tree_parts(db)?;
         let r = change(DupTree {
-            tree,
+            tree: TreeMut {
+                store: pages,
+                db: record,
+                cmp,
+            },
             dcmp,
-            scratch: &mut self.dup_scratch,
+            scratch,
         });
-        self.set_record(db, record);
         self.note(r)
     }
 
+    /// [`WriteTxn::put_inner`] in a DUPSORT DB whose record is `record_copy` and whose
+    /// key and value orders are `cmp` and `dcmp`.
     fn put_dup(
         &mut self,
         db: Database,
@@ -652,13 +702,13 @@ impl<'env> WriteTxn<'env> {
                 if converts {
                     // As LMDB: the single value became a set before the order was found
                     // wrong, and stays one.
-                    self.with_dup_tree(db, record_copy, (cmp, dcmp), |mut t| t.make_set(key))?;
+                    self.with_dup_tree(db, (cmp, dcmp), |mut t| t.make_set(key))?;
                 }
                 return Err(Error::KeyExist);
             }
         }
         let no_dup_data = flags & put_flags::NO_DUP_DATA != 0;
-        self.with_dup_tree(db, record_copy, (cmp, dcmp), |mut t| {
+        self.with_dup_tree(db, (cmp, dcmp), |mut t| {
             t.put(key, value, no_overwrite, no_dup_data).map(|_| ())
         })
     }
@@ -716,28 +766,27 @@ impl<'env> WriteTxn<'env> {
     pub fn delete_value(&mut self, db: Database, key: &[u8], value: Option<&[u8]>) -> Result<bool> {
         self.check_usable()?;
         check_key(self.env, key)?;
-        let (record, orders) = self.tree_mut(db)?;
+        let orders = self.tree_mut(db)?.1;
         let cmp = orders.key;
-        let mut record_copy = *record;
+        let (record, pages, scratch) = self.tree_parts(db)?;
         let r = match orders.dup {
             Some(dcmp) => DupTree {
                 tree: TreeMut {
-                    store: &mut self.pages,
-                    db: &mut record_copy,
+                    store: pages,
+                    db: record,
                     cmp,
                 },
                 dcmp,
-                scratch: &mut self.dup_scratch,
+                scratch,
             }
             .delete(key, value),
             None => TreeMut {
-                store: &mut self.pages,
-                db: &mut record_copy,
+                store: pages,
+                db: record,
                 cmp,
             }
             .delete(key),
         };
-        *self.tree_mut(db)?.0 = record_copy;
         self.note(r)
     }
 
