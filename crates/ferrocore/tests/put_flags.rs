@@ -270,7 +270,7 @@ fn append_after_a_new_named_db_in_the_last_leaf() {
     let mut want = Vec::new();
     let mut txn = env.begin_write().unwrap();
     for round in 0..200u32 {
-        for i in 0..1 + round % 37 {
+        for i in 0..=round % 37 {
             let key = format!("k{round:04}{i:04}").into_bytes();
             txn.put(MAIN, &key, &[round as u8; 100], put_flags::APPEND)
                 .unwrap();
