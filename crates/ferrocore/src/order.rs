@@ -120,6 +120,7 @@ pub struct Orders {
 
 impl Orders {
     /// The orders LMDB uses for these DB flags.
+    #[inline]
     pub fn for_flags(flags: u16) -> Orders {
         Orders {
             key: cmp_for_flags(flags),
@@ -129,6 +130,7 @@ impl Orders {
 }
 
 /// The key order LMDB uses for DB flags (no custom comparator).
+#[inline]
 pub fn cmp_for_flags(flags: u16) -> KeyCmp {
     if flags & db_flags::REVERSE_KEY != 0 {
         KeyCmp::Reverse
@@ -140,6 +142,7 @@ pub fn cmp_for_flags(flags: u16) -> KeyCmp {
 }
 
 /// The value order of a DUPSORT DB with these flags, or `None` if it is not DUPSORT.
+#[inline]
 pub fn dup_order(flags: u16) -> Option<KeyCmp> {
     if flags & db_flags::DUP_SORT == 0 {
         None

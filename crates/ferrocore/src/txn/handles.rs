@@ -168,12 +168,21 @@ pub(super) fn named_record<S: PageSource + ?Sized>(
     Ok(Some(DbRecord::decode(data)))
 }
 
-/// The main DB's orders (its flags, or comparators the application set).
+/// The main DB's orders (its flags, or comparators the application set). Inlined into
+/// every put: returned through memory from a call, the 48-byte orders were read back in
+/// pieces other than those written, which waits for the writes to reach the cache.
+#[inline]
 pub(super) fn main_orders(env: &EnvInner, main: &DbRecord) -> Result<Orders> {
     // Until an application comparator is set, orders follow the flags: no lock.
     if env.orders_generation.load(Ordering::Acquire) == 0 {
         return Ok(Orders::for_flags(main.flags));
     }
+    main_orders_from_catalog(env, main)
+}
+
+/// [`main_orders`] once an application set a comparator: from the catalog.
+#[inline(never)]
+fn main_orders_from_catalog(env: &EnvInner, main: &DbRecord) -> Result<Orders> {
     let catalog = env
         .catalog
         .read()
