@@ -395,6 +395,17 @@ mod tests {
         page
     }
 
+    /// Stores plain node `idx` again as the page's lowest (deleted and inserted again).
+    fn make_lowest(page: &mut [u8], idx: usize) {
+        let (key, data) = items(page)[idx].clone();
+        delete_node(page, idx);
+        let value = NodeValue::Inline {
+            flags: 0,
+            data: &data,
+        };
+        assert!(insert_node(page, idx, &key, value));
+    }
+
     /// Every node's key and data, checked whole first.
     fn items(page: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
         let view = PageView::parse(page, 7).unwrap();
@@ -415,13 +426,7 @@ mod tests {
             for len in [40, 1, 200, 0, 8] {
                 let mut page = leaf(9);
                 if lowest {
-                    let node5 = items(&page)[5].clone();
-                    delete_node(&mut page, 5);
-                    let value = NodeValue::Inline {
-                        flags: 0,
-                        data: &node5.1,
-                    };
-                    assert!(insert_node(&mut page, 5, &node5.0, value));
+                    make_lowest(&mut page, 5);
                 }
                 let mut want = items(&page);
                 let free = free_space(&page);
@@ -537,13 +542,7 @@ mod tests {
                 assert!(insert_node(&mut page, 5, b"k05", value));
                 if !lowest {
                     // Node 6 moves below it.
-                    let node6 = items(&page)[6].clone();
-                    delete_node(&mut page, 6);
-                    let value = NodeValue::Inline {
-                        flags: 0,
-                        data: &node6.1,
-                    };
-                    assert!(insert_node(&mut page, 6, &node6.0, value));
+                    make_lowest(&mut page, 6);
                 }
                 let mut want = items(&page);
                 let mut grown = Vec::new();
