@@ -28,10 +28,19 @@ impl<T> ToRc<T> for ferrocore::Result<T> {
 
 /// Converts a ferrocore error for a call taking a dbi: a handle that is not (or no longer)
 /// valid in the txn is `EINVAL`, as LMDB's `TXN_DBI_EXIST` check returns.
+/// Inlined for its `Ok` case; the error's conversion is out of line.
+#[inline]
 pub(crate) fn dbi_rc<T>(r: ferrocore::Result<T>) -> Rc<T> {
-    match r {
-        Err(Error::BadDbi) => Err(libc::EINVAL),
-        other => other.rc(),
+    r.map_err(dbi_code)
+}
+
+/// [`dbi_rc`]'s code for an error.
+#[cold]
+#[inline(never)]
+fn dbi_code(e: Error) -> c_int {
+    match e {
+        Error::BadDbi => libc::EINVAL,
+        other => other.lmdb_code(),
     }
 }
 
