@@ -90,13 +90,10 @@ pub fn encode_subpage_into(values: &[&[u8]], fixed: Option<usize>, buf: &mut Vec
         Some(size) => {
             buf.resize(PAGE_HEADER_SIZE + values.len() * size, 0);
             edit::init_leaf2(buf, 0, sub | page_flags::LEAF2, size);
-            values.iter().enumerate().all(|(i, v)| {
-                let no_data = NodeValue::Inline {
-                    flags: 0,
-                    data: &[],
-                };
-                edit::insert_node(buf, i, v, no_data)
-            })
+            values
+                .iter()
+                .enumerate()
+                .all(|(i, v)| edit::insert_node(buf, i, v, NO_DATA))
         }
         None => {
             buf.resize(subpage_size(values), 0);

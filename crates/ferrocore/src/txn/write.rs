@@ -69,9 +69,11 @@ pub struct WriteTxn<'env> {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct AppendHint {
     leaf: u64,
-    /// The DB's root, entry count and page counts just after the put.
+    /// The DB's root just after the put.
     root: u64,
+    /// Its entry count.
     entries: u64,
+    /// Its branch, leaf and overflow page counts.
     pages: (u64, u64, u64),
 }
 
@@ -274,8 +276,6 @@ impl<'env> WriteTxn<'env> {
         }
     }
 
-    /// Writes back the record of `db`, which [`WriteTxn::tree_mut`] loaded in this txn
-    /// (without looking up its orders again).
     /// The record of a DB [`WriteTxn::tree_mut`] loaded, the txn's pages and the DUPSORT
     /// scratch buffer: what a `TreeMut` or `DupTree` over the DB borrows, which changes
     /// the record where it is kept (a copy written back would be read whole just after
@@ -293,6 +293,8 @@ impl<'env> WriteTxn<'env> {
         Ok((record, &mut self.pages, &mut self.dup_scratch))
     }
 
+    /// Writes back the record of `db`, which [`WriteTxn::tree_mut`] loaded in this txn
+    /// (without looking up its orders again).
     pub(super) fn set_record(&mut self, db: Database, record: DbRecord) {
         if db == Database::MAIN {
             self.main_db = record;
