@@ -262,20 +262,19 @@ impl DetachedCursor {
             return self.next_leaf_plain(r, pages);
         };
         let bytes = pages.page(pgno).ok()?;
-        let leaf = match self.leaf_shape {
+        let item = match self.leaf_shape {
             (snapshot, Some(shape)) if snapshot == r.id() && shape.pgno() == pgno => {
-                PageView::with_shape(bytes, shape)?
+                shape.plain_leaf_item(bytes, idx)?
             }
             _ => {
                 let view = PageView::parse(bytes, pgno).ok()?;
                 self.leaf_shape = (r.id(), Some(view.shape()));
-                view
+                if !view.is_leaf() || view.is_leaf2() {
+                    return None;
+                }
+                view.plain_leaf_item(idx)?
             }
         };
-        if !leaf.is_leaf() || leaf.is_leaf2() {
-            return None;
-        }
-        let item = leaf.plain_leaf_item(idx)?;
         self.core.pos.set_leaf_idx(idx);
         self.value_untouched = false;
         Some(item)
