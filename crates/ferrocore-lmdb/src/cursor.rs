@@ -127,9 +127,9 @@ fn writes_key(op: CursorOp) -> bool {
 
 /// Moves the cursor (`mdb_cursor_get`). The hot path of iteration, `MDB_NEXT` on a read
 /// txn to the next item of the same leaf or of the next leaf under the same parent, runs
-/// before the panic guard and the op decoding:
-/// one look at the handle, one at its txn, then [`ferrocore::DetachedCursor::next_plain`],
-/// which cannot panic (it reads through checked slices and gives up with `None`).
+/// before the panic guard and the op decoding: one look at the handle, one at its txn,
+/// then [`ferrocore::DetachedCursor::next_plain`], which cannot panic (it reads through
+/// checked slices and gives up with `None`).
 /// Everything else goes through `cursor_get`, out of line.
 ///
 /// # Safety

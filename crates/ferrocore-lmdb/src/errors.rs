@@ -27,8 +27,8 @@ impl<T> ToRc<T> for ferrocore::Result<T> {
 }
 
 /// Converts a ferrocore error for a call taking a dbi: a handle that is not (or no longer)
-/// valid in the txn is `EINVAL`, as LMDB's `TXN_DBI_EXIST` check returns.
-/// Inlined for its `Ok` case; the error's conversion is out of line.
+/// valid in the txn is `EINVAL`, as LMDB's `TXN_DBI_EXIST` check returns. Inlined for its
+/// `Ok` case; the error's conversion is out of line.
 #[inline]
 pub(crate) fn dbi_rc<T>(r: ferrocore::Result<T>) -> Rc<T> {
     r.map_err(dbi_code)

@@ -267,12 +267,9 @@ impl DetachedCursor {
                 shape.plain_leaf_item(bytes, idx)?
             }
             _ => {
-                let view = PageView::parse(bytes, pgno).ok()?;
-                self.leaf_shape = (r.id(), Some(view.shape()));
-                if !view.is_leaf() || view.is_leaf2() {
-                    return None;
-                }
-                view.plain_leaf_item(idx)?
+                let shape = PageView::parse(bytes, pgno).ok()?.shape();
+                self.leaf_shape = (r.id(), Some(shape));
+                shape.plain_leaf_item(bytes, idx)?
             }
         };
         self.core.pos.set_leaf_idx(idx);
@@ -289,11 +286,9 @@ impl DetachedCursor {
         pages: &'t SnapshotPages<'t>,
     ) -> Option<Item<'t>> {
         let next = self.core.next_leaf_on_parent(pages)?;
-        if next.leaf.is_leaf2() {
-            return None;
-        }
-        let item = next.leaf.plain_leaf_item(0)?;
-        self.leaf_shape = (r.id(), Some(next.leaf.shape()));
+        let shape = next.leaf.shape();
+        let item = shape.plain_leaf_item(next.leaf.bytes(), 0)?;
+        self.leaf_shape = (r.id(), Some(shape));
         self.core.pos.enter_next_leaf(&next);
         self.value_untouched = false;
         Some(item)

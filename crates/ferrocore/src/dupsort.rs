@@ -327,13 +327,8 @@ impl<S: PageStore> DupTree<'_, S> {
                     // tightly, or makes the set a sub-DB.
                     return Ok(PutPlan::Regroup);
                 }
-                if !sub.is_leaf2() {
-                    // Grown where it is, if its leaf has the room (`DupTree::grow_subpage`).
-                    return Ok(PutPlan::GrowSubPage { slot: lo, extra });
-                }
-                // One copy, with room for the new value, as LMDB grows a sub-page.
-                grown_subpage(bytes, extra, lo, value, scratch);
-                Ok(PutPlan::SubPage)
+                // Grown where it is, if its leaf has the room (`DupTree::grow_subpage`).
+                Ok(PutPlan::GrowSubPage { slot: lo, extra })
             }
             Dups::SubDb(rec) => Ok(PutPlan::SubDb(rec)),
         }
@@ -376,7 +371,9 @@ impl<S: PageStore> DupTree<'_, S> {
                 "sub-page changed under a put",
             ));
         };
-        grown_subpage(sub.bytes(), extra, slot, value, scratch);
+        edit::with_room(sub.bytes(), extra, scratch);
+        let fits = edit::insert_node(scratch, slot, value, NO_DATA);
+        assert!(fits, "sub-page grown by the new value's footprint");
         let mode = PutMode {
             node_flags: node_flags::DUPDATA,
             any_kind: true,
@@ -678,11 +675,11 @@ enum PutPlan {
     NewKey,
     /// The pair is there already.
     Present,
-    /// The key's sub-page with the value inserted, built in the scratch buffer, ready to
+    /// A single value and the new one as a sub-page, built in the scratch buffer, ready to
     /// replace the node's data.
     SubPage,
-    /// The key's sub-page (not LEAF2) takes the value at slot `slot` once grown by `extra`
-    /// bytes (0 if it has the room): see `DupTree::grow_subpage`.
+    /// The key's sub-page takes the value at slot `slot` once grown by `extra` bytes (0 if
+    /// it has the room): see `DupTree::grow_subpage`.
     GrowSubPage { slot: usize, extra: usize },
     /// The key's values and the new one, in a new form (a single value and the new one too
     /// large for a sub-page, or a sub-page outgrowing its node): see `DupTree::regroup`.
@@ -696,14 +693,6 @@ const NO_DATA: NodeValue<'static> = NodeValue::Inline {
     flags: 0,
     data: &[],
 };
-
-/// Builds in `out` the sub-page `bytes` grown by `extra` bytes with `value` inserted at
-/// slot `slot`: one copy, with room for the new value, as LMDB grows a sub-page.
-fn grown_subpage(bytes: &[u8], extra: usize, slot: usize, value: &[u8], out: &mut Vec<u8>) {
-    edit::with_room(bytes, extra, out);
-    let fits = edit::insert_node(out, slot, value, NO_DATA);
-    assert!(fits, "sub-page grown by the new value's footprint");
-}
 
 /// A key's value set copied out of its node.
 enum OwnedDups {

@@ -291,3 +291,44 @@ fn append_after_a_new_named_db_in_the_last_leaf() {
     assert_eq!(got, want);
     env.check().unwrap();
 }
+
+/// DUPSORT and DUPFIXED sets that take their values one put at a time, keys interleaved,
+/// so that their sub-pages grow where they are while their leaf has the room and are
+/// rebuilt by a split when it has not, until they become sub-DBs: every value is found
+/// in order, and the file checks whole (strict mode).
+#[test]
+fn sets_growing_one_value_at_a_time_match_a_model() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut opts = env_options();
+    opts.strict(true);
+    let env = TempEnv::new(&opts);
+    for flags in [db_flags::DUP_SORT, db_flags::DUP_SORT | db_flags::DUP_FIXED] {
+        let mut model: BTreeMap<Vec<u8>, BTreeSet<Vec<u8>>> = BTreeMap::new();
+        let mut txn = env.begin_write().unwrap();
+        let name = format!("sets{flags}");
+        let db = txn
+            .open_db(Some(&name), u32::from(flags) | db_flags::CREATE)
+            .unwrap();
+        for i in 0..20_000u32 {
+            let key = format!("key{:03}", i % 97).into_bytes();
+            let value = (i.wrapping_mul(2_654_435_761) % 1_000_003)
+                .to_be_bytes()
+                .to_vec();
+            txn.put(db, &key, &value, 0).unwrap();
+            model.entry(key).or_default().insert(value);
+        }
+        txn.commit().unwrap();
+        let txn = env.begin_read().unwrap();
+        let mut cursor = txn.cursor(db).unwrap();
+        let mut got: BTreeMap<Vec<u8>, Vec<Vec<u8>>> = BTreeMap::new();
+        while let Some((key, value)) = cursor.next().unwrap() {
+            got.entry(key.to_vec()).or_default().push(value.to_vec());
+        }
+        let want: BTreeMap<Vec<u8>, Vec<Vec<u8>>> = model
+            .into_iter()
+            .map(|(k, vs)| (k, vs.into_iter().collect()))
+            .collect();
+        assert_eq!(got, want, "flags {flags:#x}");
+    }
+    env.check().unwrap();
+}

@@ -393,7 +393,8 @@ impl<S: PageStore> TreeMut<'_, S> {
         let Some((flags, size, _)) = facts.present else {
             return Ok(None);
         };
-        if facts.fixed != 0 || flags != node_flags || flags & node_flags::BIGDATA != 0 {
+        debug_assert_eq!(node_flags & node_flags::BIGDATA, 0, "inline data");
+        if facts.fixed != 0 || flags != node_flags {
             return Ok(None);
         }
         self.touch_path(path)?;

@@ -83,19 +83,25 @@ pub fn with_room(page: &[u8], extra: usize, out: &mut Vec<u8>) {
 
 /// Makes the sub-page held in the last `data.len() - extra` bytes of `data` (as a node
 /// grown by [`resize_inline_data`] holds its old data) that sub-page with `extra` more
-/// bytes of free space, filling `data`, in place: its header and slots move to the front
-/// and its nodes stay where they are, now `extra` bytes further from its start. The moves
-/// of [`with_room`] without a copy of the nodes. Not for LEAF2 sub-pages.
+/// bytes of free space, filling `data`, in place: what [`with_room`] copies out. Its
+/// header and slots move to the front and its nodes stay where they are, now `extra`
+/// bytes further from its start; a LEAF2 sub-page (keys packed after the header, the free
+/// space last) moves whole.
 pub fn regrow_subpage(data: &mut [u8], extra: usize) {
     debug_assert!(extra <= data.len() && extra.is_multiple_of(2));
+    debug_assert!(data.len() <= MAX_PAGE_SIZE);
+    if leaf2_size(&data[extra..]).is_some() {
+        let n = num_keys(&data[extra..]);
+        data.copy_within(extra.., 0);
+        set_leaf2_count(data, n);
+        return;
+    }
     let lower = read_u16(data, extra + 12) as usize;
     let upper = read_u16(data, extra + 14) as usize;
-    debug_assert!(leaf2_size(&data[extra..]).is_none(), "a LEAF2 sub-page");
     debug_assert!(PAGE_HEADER_SIZE <= lower && lower <= upper && extra + upper <= data.len());
     data.copy_within(extra..extra + lower, 0);
     shift_slots(&mut data[PAGE_HEADER_SIZE..lower], usize::MAX, extra as u16);
     write_u16(data, 14, (upper + extra) as u16);
-    debug_assert!(data.len() <= MAX_PAGE_SIZE);
 }
 
 /// Writes into `page`, just [`init`]ed, one node per key of `keys`, in order, each with no
@@ -573,6 +579,40 @@ mod tests {
                 want[5].1 = inline_data_mut(&mut page, 5).to_vec();
                 assert_eq!(items(&page), want);
             }
+        }
+    }
+
+    #[test]
+    fn a_leaf2_subpage_grows_where_it_is() {
+        // Five 8-byte values, grown by room for one and for three more.
+        for extra in [8, 24] {
+            let mut sub = vec![0u8; PAGE_HEADER_SIZE + 5 * 8];
+            init_leaf2(
+                &mut sub,
+                0,
+                page_flags::LEAF | page_flags::LEAF2 | page_flags::SUBP,
+                8,
+            );
+            for i in 0..5u64 {
+                let key = (10 * i).to_be_bytes();
+                assert!(insert_node(&mut sub, i as usize, &key, NO_DATA));
+            }
+            let mut grown = Vec::new();
+            with_room(&sub, extra, &mut grown);
+            // The old sub-page last, as a resized node leaves it; the front undefined.
+            let mut data = vec![0xEE; extra];
+            data.extend_from_slice(&sub);
+            regrow_subpage(&mut data, extra);
+            assert_eq!(data[..sub.len()], grown[..sub.len()], "header and keys");
+            assert_eq!(read_u16(&data, 12), read_u16(&grown, 12));
+            assert_eq!(read_u16(&data, 14), read_u16(&grown, 14));
+            assert_eq!(free_space(&data), extra);
+            assert!(insert_node(&mut data, 2, &15u64.to_be_bytes(), NO_DATA));
+            let view = PageView::parse(&data, 0).unwrap();
+            let keys: Vec<u64> = (0..view.num_keys())
+                .map(|i| u64::from_be_bytes(view.key(i).unwrap().try_into().unwrap()))
+                .collect();
+            assert_eq!(keys, [0, 10, 15, 20, 30, 40]);
         }
     }
 

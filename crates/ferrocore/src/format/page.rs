@@ -151,45 +151,37 @@ impl PageShape {
         self.pgno
     }
 
-    /// [`PageView::plain_leaf_item`] of the page `bytes` this shape was taken from,
-    /// without a view: `None` unless the shape is a plain leaf's (not LEAF2). The node
-    /// is read through checked slices of `bytes`, so no shape can make it read out of
-    /// them; the shape only spares the header's parse and checks.
+    /// Key and value of node `i` of the page `bytes` this shape was taken from, if it is
+    /// a leaf that is not LEAF2 and the value is stored in the node (no overflow, no
+    /// DUPSORT values); `None` for anything else, a damaged node included (then
+    /// [`PageView::node`] says what is wrong). Every read is a checked slice of `bytes`,
+    /// so no shape can make it read outside them; the shape only spares the header's
+    /// parse: a read cursor's step along a leaf.
     #[inline(always)]
-    pub fn plain_leaf_item<'a>(&self, bytes: &'a [u8], i: usize) -> Option<(&'a [u8], &'a [u8])> {
-        if self.flags & page_flags::LEAF == 0 || self.fixed != 0 {
+    pub fn plain_leaf_item<'a>(&self, b: &'a [u8], i: usize) -> Option<(&'a [u8], &'a [u8])> {
+        if self.flags & page_flags::LEAF == 0 || self.fixed != 0 || i >= self.num_keys {
             return None;
         }
-        plain_leaf_item(bytes, self.num_keys, self.upper, i)
+        let slot = PAGE_HEADER_SIZE + 2 * i;
+        let &[o0, o1] = b.get(slot..slot + 2)? else {
+            return None;
+        };
+        let off = u16::from_le_bytes([o0, o1]) as usize;
+        if off < self.upper {
+            return None;
+        }
+        let &[l0, l1, h0, h1, f0, f1, k0, k1] = b.get(off..off + NODE_HEADER_SIZE)? else {
+            return None;
+        };
+        if u16::from_le_bytes([f0, f1]) & (node_flags::BIGDATA | node_flags::DUPDATA) != 0 {
+            return None;
+        }
+        let dsize =
+            (u16::from_le_bytes([l0, l1]) as usize) | (u16::from_le_bytes([h0, h1]) as usize) << 16;
+        let key_start = off + NODE_HEADER_SIZE;
+        let key_end = key_start + u16::from_le_bytes([k0, k1]) as usize;
+        Some((b.get(key_start..key_end)?, b.get(key_end..key_end + dsize)?))
     }
-}
-
-/// Key and value of node `i` of the plain leaf page `b` of `num_keys` nodes stored from
-/// `upper` on, if the value is stored in the node: [`PageView::plain_leaf_item`].
-#[inline(always)]
-fn plain_leaf_item(b: &[u8], num_keys: usize, upper: usize, i: usize) -> Option<(&[u8], &[u8])> {
-    if i >= num_keys {
-        return None;
-    }
-    let slot = PAGE_HEADER_SIZE + 2 * i;
-    let &[o0, o1] = b.get(slot..slot + 2)? else {
-        return None;
-    };
-    let off = u16::from_le_bytes([o0, o1]) as usize;
-    if off < upper {
-        return None;
-    }
-    let &[l0, l1, h0, h1, f0, f1, k0, k1] = b.get(off..off + NODE_HEADER_SIZE)? else {
-        return None;
-    };
-    if u16::from_le_bytes([f0, f1]) & (node_flags::BIGDATA | node_flags::DUPDATA) != 0 {
-        return None;
-    }
-    let dsize =
-        (u16::from_le_bytes([l0, l1]) as usize) | (u16::from_le_bytes([h0, h1]) as usize) << 16;
-    let key_start = off + NODE_HEADER_SIZE;
-    let key_end = key_start + u16::from_le_bytes([k0, k1]) as usize;
-    Some((b.get(key_start..key_end)?, b.get(key_end..key_end + dsize)?))
 }
 
 /// Builds a corruption error off the hot path.
@@ -526,16 +518,6 @@ impl<'a> PageView<'a> {
             lo_hi: dsize as u64,
             data,
         })
-    }
-
-    /// Key and value of node `i` of a leaf that is not LEAF2, if the value is stored in the
-    /// node (no overflow, no DUPSORT values); `None` for anything else, a damaged node
-    /// included (then [`PageView::node`] says what is wrong). The checks are
-    /// [`PageView::node`]'s, less those its caller's shape already answers.
-    #[inline(always)]
-    pub fn plain_leaf_item(&self, i: usize) -> Option<(&'a [u8], &'a [u8])> {
-        debug_assert!(self.fixed == 0 && self.is_leaf(), "a plain leaf page");
-        plain_leaf_item(self.bytes, self.num_keys, self.upper, i)
     }
 
     /// Key of node `i` (empty for node 0 of a branch); checks only what the key needs.

@@ -169,8 +169,9 @@ pub(super) fn named_record<S: PageSource + ?Sized>(
 }
 
 /// The main DB's orders (its flags, or comparators the application set). Inlined into
-/// every put: returned through memory from a call, the 48-byte orders were read back in
-/// pieces other than those written, which waits for the writes to reach the cache.
+/// every put and get: returned through memory from a call, the 48-byte orders were read
+/// back in pieces other than those written, which stalls until the writes have left the
+/// store buffer.
 #[inline]
 pub(super) fn main_orders(env: &EnvInner, main: &DbRecord) -> Result<Orders> {
     // Until an application comparator is set, orders follow the flags: no lock.
