@@ -295,7 +295,7 @@ impl<'env> WriteTxn<'env> {
 
     /// Writes back the record of `db`, which [`WriteTxn::tree_mut`] loaded in this txn
     /// (without looking up its orders again).
-    pub(super) fn set_record(&mut self, db: Database, record: DbRecord) {
+    fn set_record(&mut self, db: Database, record: DbRecord) {
         if db == Database::MAIN {
             self.main_db = record;
         } else if let Some(named) = self.named.get_mut(db.0) {
