@@ -318,8 +318,13 @@ impl<S: PageStore> DupTree<'_, S> {
                 } else {
                     2 + even(NODE_HEADER_SIZE + value.len())
                 };
-                // A sub-page LMDB wrote may have room already.
-                let extra = footprint.saturating_sub(sub.free_space());
+                // A sub-page LMDB wrote may have room already. The growth is even (a
+                // DUPFIXED value of odd size leaves a spare byte, as LMDB's growth by four
+                // values does): a node grows by even steps, so that its old data stays
+                // the tail of its new data (`DupTree::grow_subpage`).
+                let extra = footprint
+                    .saturating_sub(sub.free_space())
+                    .next_multiple_of(2);
                 let bytes = sub.bytes();
                 let node_limit = node_max(src.page_size());
                 if NODE_HEADER_SIZE + key.len() + bytes.len() + extra > node_limit {
