@@ -13,6 +13,13 @@ fn env_options() -> EnvOptions {
     opts
 }
 
+/// An environment of [`env_options`] that checks every commit whole (strict mode).
+fn strict_env() -> TempEnv {
+    let mut opts = env_options();
+    opts.strict(true);
+    TempEnv::new(&opts)
+}
+
 const MAIN: Database = Database::MAIN;
 
 #[test]
@@ -161,9 +168,7 @@ fn duplicate_sizes_and_unsupported_flags() {
 #[test]
 fn append_puts_between_other_changes_match_a_model() {
     use std::collections::BTreeMap;
-    let mut opts = env_options();
-    opts.strict(true);
-    let env = TempEnv::new(&opts);
+    let env = strict_env();
     let mut rng = common::Rng(0xA99E);
     type Model = [BTreeMap<Vec<u8>, Vec<u8>>; 2];
     let mut model: Model = Default::default();
@@ -299,9 +304,7 @@ fn append_after_a_new_named_db_in_the_last_leaf() {
 #[test]
 fn sets_growing_one_value_at_a_time_match_a_model() {
     use std::collections::{BTreeMap, BTreeSet};
-    let mut opts = env_options();
-    opts.strict(true);
-    let env = TempEnv::new(&opts);
+    let env = strict_env();
     // DUPFIXED values of 4 bytes, and of 3 (odd: a sub-page growing by one value leaves a
     // spare byte).
     let cases = [
