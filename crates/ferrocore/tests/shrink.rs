@@ -9,7 +9,7 @@ mod common;
 use std::path::Path;
 
 use common::{lmdb, open_env, TempEnv};
-use ferrocore::{db_flags, env_flags, Database, Env, EnvOptions};
+use ferrocore::{db_flags, env_flags, put_flags, Database, Env, EnvOptions};
 
 const VALUE_LEN: usize = 1000;
 
@@ -363,4 +363,54 @@ fn a_large_free_end_in_many_records_goes_back_within_a_few_looks() {
         "a file of {len} bytes, {left} pages used"
     );
     env.check().unwrap();
+}
+
+/// One-put commits on a file loaded in order, as W6 on its prefilled file: each copies the
+/// tree's path and the free DB's, and must take those pages from what the commits before
+/// it freed. The file then grows only by what the tree itself gains (the leaves the puts
+/// split), never by the copies.
+#[test]
+fn one_put_commits_on_a_loaded_file_grow_it_only_by_the_tree_s_growth() {
+    let env = TempEnv::new(&EnvOptions::new());
+    // Loaded in order in two txns: full leaves, so most puts below split one.
+    for chunk in 0..2u32 {
+        let mut txn = env.begin_write().unwrap();
+        for i in chunk * 50_000..(chunk + 1) * 50_000 {
+            let mut k = [0u8; 16];
+            k[..4].copy_from_slice(&(i * 40_000).to_be_bytes());
+            txn.put(Database::MAIN, &k, &[7u8; 100], put_flags::APPEND)
+                .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let mut rng = common::Rng(11);
+    let mut commit_one = || {
+        let mut k = [0u8; 16];
+        for b in &mut k {
+            *b = rng.below(256) as u8;
+        }
+        let mut txn = env.begin_write().unwrap();
+        txn.put(Database::MAIN, &k, &[9u8; 100], 0).unwrap();
+        txn.commit().unwrap();
+    };
+    for _ in 0..20 {
+        commit_one();
+    }
+    let used = |env: &Env| env.info().unwrap().last_pgno + 1;
+    let tree_pages = |env: &Env| {
+        let s = env.stat().unwrap();
+        s.branch_pages + s.leaf_pages
+    };
+    let (used_before, tree_before) = (used(&env), tree_pages(&env));
+    for _ in 0..1000 {
+        commit_one();
+    }
+    let grown = used(&env) - used_before;
+    let tree_grown = tree_pages(&env) - tree_before;
+    assert!(tree_grown > 500, "the puts split leaves ({tree_grown})");
+    // A few pages of slack: the free DB's own pages come and go.
+    assert!(
+        grown <= tree_grown + 8,
+        "1,000 one-put commits grew the file by {grown} pages, the tree by {tree_grown}"
+    );
 }
