@@ -55,9 +55,11 @@ fn acked_path(dir: &Path) -> PathBuf {
     dir.join("acked")
 }
 
+/// `None` before the first acknowledged commit: no file yet, or (a child killed just after
+/// creating it) an empty one.
 fn read_acked(dir: &Path) -> Option<u64> {
     let bytes = std::fs::read(acked_path(dir)).ok()?;
-    Some(u64::from_le_bytes(bytes[..8].try_into().unwrap()))
+    Some(u64::from_le_bytes(bytes.get(..8)?.try_into().unwrap()))
 }
 
 /// Not a test of its own: the killed child's loop. Without the role variable (a normal

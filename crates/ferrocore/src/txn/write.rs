@@ -134,6 +134,18 @@ impl<'env> WriteTxn<'env> {
                 return Err(e);
             }
         };
+        if base.txnid == 0 && !super::commit::no_sync(env.flags.load(Ordering::Relaxed)) {
+            // Nothing was ever committed: the two metas written when the environment was
+            // created may not be on the disk yet (`env::write_new_metas`). Flushed before
+            // this txn writes anything, so that a crash leaves those metas, or zeros and
+            // parts of them (a new file to the next open), never pages without a meta.
+            // (Under NO_SYNC nothing is promised, and the first `Env::sync` flushes them.)
+            // A failed flush poisons, as a commit's.
+            if let Err(e) = super::commit::flush_data(env, true) {
+                env.lock.unlock_writer();
+                return Err(e);
+            }
+        }
         env.note_snapshot(base.txnid);
         // Pages freed by txn t belong to snapshot t - 1. A reader of snapshot r needs the
         // records above r kept; and, as in LMDB, so does the snapshot before the last commit
