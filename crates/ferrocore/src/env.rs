@@ -288,14 +288,14 @@ fn read_current_meta(data: &File) -> Result<(usize, Meta)> {
 /// `opts`' page size. Returns the page size and the meta.
 ///
 /// The metas are written, not flushed: the first write txn flushes them before it writes
-/// anything (`WriteTxn::begin`; under `NO_SYNC`, the first flush of any kind does), as
-/// LMDB's first commit does. Flushed here, on their own, the file system gave their two
-/// blocks a place of their own (ext4 keeps a small file's blocks apart from a large one's),
-/// far from the data that a load without syncs then wrote; on this project's virtual disk
-/// every synced commit paid for the distance (W6 on a 250 MB file: 0.2 ms a commit, 0.85
-/// of LMDB's speed). Until they are flushed a crash may leave the file all zeros, which
-/// the next open takes for a new file, as it does a file holding no more than parts of
-/// those metas ([`holds_no_commit`]).
+/// a page, after growing the file to its commit's pages (`WriteTxn::flush_new_metas`;
+/// under `NO_SYNC`, the first flush of any kind does). Flushed here, on their own, the
+/// file system gave their two blocks a place among small files' blocks (ext4 keeps those
+/// apart from a large file's), far from the data written next; on this project's virtual
+/// disk every synced commit then paid about 0.2 ms for writing both places (W6 on a 250 MB
+/// file: 0.7-0.9 of LMDB's speed with the same system calls). Until they are flushed a
+/// crash may leave the file all zeros, which the next open takes for a new file, as it does
+/// a file holding no more than parts of those metas ([`holds_no_commit`]).
 fn write_new_metas(data: &dyn DataFile, opts: &EnvOptions) -> Result<(usize, Meta)> {
     let ps = opts.page_size.unwrap_or_else(os_page_size);
     if !valid_page_size(ps) {

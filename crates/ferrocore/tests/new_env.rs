@@ -1,6 +1,7 @@
 //! A new environment: its two metas are written when it is created and flushed by its
-//! first write txn before that writes anything (by the first `Env::sync` under `NO_SYNC`),
-//! so that the file system places them with the data, as LMDB's. What a power cut can
+//! first write txn before that writes a page (by the first `Env::sync` under `NO_SYNC`),
+//! at its commit after growing the file, so that the file system places them with the
+//! data, as LMDB's. What a power cut can
 //! leave of such a creation (zeros, and some of the metas' sectors) opens as a new
 //! environment; a file with anything else in it does not.
 
@@ -50,31 +51,78 @@ fn assert_usable(dir: &Path) {
     assert!(env.check().is_ok());
 }
 
+/// The calls of `log` after the metas' write at creation: the first is a flush (after a
+/// length change, if any) and comes before any other write.
+fn assert_flushed_first(log: &[CallKind]) {
+    assert_eq!(log[0], CallKind::Write, "the metas");
+    let first_sync = log.iter().position(|&k| k == CallKind::Sync);
+    let first_write = log[1..].iter().position(|&k| k == CallKind::Write).map(|i| i + 1);
+    assert!(
+        first_sync.is_some() && first_sync < first_write,
+        "the metas are flushed before the first page is written: {log:?}"
+    );
+}
+
 #[test]
-fn the_first_write_txn_flushes_the_new_metas_before_it_writes() {
+fn the_first_commit_flushes_the_new_metas_before_it_writes() {
     let dir = tempfile::tempdir().unwrap();
     let inj = FaultInjector::new();
     let env = open(dir.path(), 0, Some(&inj)).unwrap();
     assert_eq!(inj.call_log(), [CallKind::Write], "the metas, unflushed");
+    let txn = env.begin_write().unwrap();
+    txn.abort();
+    assert_eq!(inj.call_log(), [CallKind::Write], "an aborted txn writes nothing");
     let mut txn = env.begin_write().unwrap();
-    assert_eq!(inj.call_log(), [CallKind::Write, CallKind::Sync]);
+    for i in 0..2000u32 {
+        txn.put(Database::MAIN, &i.to_be_bytes(), &[1u8; 100], 0)
+            .unwrap();
+    }
+    txn.commit().unwrap();
+    let log = inj.call_log();
+    assert_flushed_first(&log);
+    // Grown to the commit's pages before the flush: the file system allocates the metas'
+    // blocks as a large file's, with the data's.
+    assert_eq!(log[1], CallKind::SetLen, "{log:?}");
+    let after_first = inj.calls();
+    let mut txn = env.begin_write().unwrap();
     txn.put(Database::MAIN, b"a", b"1", 0).unwrap();
     txn.commit().unwrap();
-    let after_first = inj.calls();
+    let syncs = inj.call_log()[after_first..]
+        .iter()
+        .filter(|&&k| k == CallKind::Sync)
+        .count();
+    assert_eq!(syncs, 2, "a later commit flushes its data and its meta only");
+}
+
+#[test]
+fn under_write_map_the_first_write_txn_flushes_the_new_metas_when_it_begins() {
+    let dir = tempfile::tempdir().unwrap();
+    let inj = FaultInjector::new();
+    let env = open(dir.path(), env_flags::WRITE_MAP, Some(&inj)).unwrap();
     let txn = env.begin_write().unwrap();
-    assert_eq!(inj.calls(), after_first, "only a txn on txn 0 flushes first");
+    assert_eq!(inj.call_log(), [CallKind::Write, CallKind::Sync]);
     txn.abort();
 }
 
 #[test]
-fn a_txn_on_a_never_committed_environment_flushes_again() {
+fn a_bulk_load_flushes_the_new_metas_before_it_writes_pages_early() {
     let dir = tempfile::tempdir().unwrap();
     let inj = FaultInjector::new();
     let env = open(dir.path(), 0, Some(&inj)).unwrap();
-    env.begin_write().unwrap().abort();
-    env.begin_write().unwrap().abort();
-    let syncs = inj.call_log().iter().filter(|&&k| k == CallKind::Sync).count();
-    assert_eq!(syncs, 2);
+    let mut txn = env.begin_write().unwrap();
+    let mut loader = txn
+        .bulk_loader(Database::MAIN, ferrocore::BulkOptions::default())
+        .unwrap();
+    for i in 0..20_000u32 {
+        loader.push(&i.to_be_bytes(), &[2u8; 100]).unwrap();
+    }
+    loader.finish().unwrap();
+    assert!(
+        inj.call_log().iter().filter(|&&k| k == CallKind::Write).count() > 1,
+        "pages were written before the commit"
+    );
+    txn.commit().unwrap();
+    assert_flushed_first(&inj.call_log());
 }
 
 #[test]

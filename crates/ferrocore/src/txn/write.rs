@@ -52,6 +52,8 @@ pub struct WriteTxn<'env> {
     pub(super) dup_scratch: Vec<u8>,
     /// What the commit does about free pages at the end of the file.
     pub(super) shrink: FileShrink,
+    /// The environment's two metas may still be unflushed (see [`WriteTxn::flush_new_metas`]).
+    pub(super) new_metas_unflushed: bool,
     /// Where this txn's last APPEND put into the main DB went (named DBs keep theirs in
     /// [`NamedDb::append_hint`]); taken by every `tree_mut` of the DB.
     pub(super) main_append_hint: Option<AppendHint>,
@@ -134,18 +136,6 @@ impl<'env> WriteTxn<'env> {
                 return Err(e);
             }
         };
-        if base.txnid == 0 && !super::commit::no_sync(env.flags.load(Ordering::Relaxed)) {
-            // Nothing was ever committed: the two metas written when the environment was
-            // created may not be on the disk yet (`env::write_new_metas`). Flushed before
-            // this txn writes anything, so that a crash leaves those metas, or zeros and
-            // parts of them (a new file to the next open), never pages without a meta.
-            // (Under NO_SYNC nothing is promised, and the first `Env::sync` flushes them.)
-            // A failed flush poisons, as a commit's.
-            if let Err(e) = super::commit::flush_data(env, true) {
-                env.lock.unlock_writer();
-                return Err(e);
-            }
-        }
         env.note_snapshot(base.txnid);
         // Pages freed by txn t belong to snapshot t - 1. A reader of snapshot r needs the
         // records above r kept; and, as in LMDB, so does the snapshot before the last commit
@@ -190,6 +180,19 @@ impl<'env> WriteTxn<'env> {
                 return Err(e);
             }
         };
+        // Nothing was ever committed: the metas written when the environment was created
+        // may not be on the disk (`env::write_new_metas`). Under WRITE_MAP this txn's pages
+        // go to the map as it writes them, and the kernel may write them back at any time:
+        // the metas are flushed first. Otherwise before the first page is written.
+        let mut new_metas_unflushed =
+            base.txnid == 0 && !super::commit::no_sync(env.flags.load(Ordering::Relaxed));
+        if new_metas_unflushed && mapped.is_some() {
+            if let Err(e) = super::commit::flush_data(env, true) {
+                env.lock.unlock_writer();
+                return Err(e);
+            }
+            new_metas_unflushed = false;
+        }
         let mut pages = DirtyPages::new(
             &env.map,
             env.page_size,
@@ -217,6 +220,7 @@ impl<'env> WriteTxn<'env> {
             opened_handles: Vec::new(),
             dup_scratch: Vec::new(),
             shrink,
+            new_metas_unflushed,
             main_append_hint: None,
             append_hint: None,
             _guard: guard,
@@ -232,6 +236,30 @@ impl<'env> WriteTxn<'env> {
     /// its finished pages to the file as it goes, so a large one holds few.
     pub fn dirty_pages(&self) -> usize {
         self.pages.dirty_count()
+    }
+
+    /// Flushes the metas written when the environment was created, if nothing was ever
+    /// committed and this txn has not flushed them yet, before it writes its first page to
+    /// the file: so that a crash leaves those metas, or zeros and parts of them (a new
+    /// environment to the next open, `env::holds_no_commit`), never pages without a meta.
+    /// `end`: the pages the commit will count; the file is grown to them first, so that the
+    /// file system allocates the metas' blocks as a large file's, with the data's that
+    /// follow (flushed while the file was two pages long, ext4 put them among small
+    /// files' blocks, far from the data: W9's synced writes then paid for both places).
+    /// Under `NO_SYNC` nothing is promised, and the first `Env::sync` flushes them. A
+    /// failed flush poisons the environment, as a commit's.
+    pub(crate) fn flush_new_metas(&mut self, end: Option<u64>) -> Result<()> {
+        if !self.new_metas_unflushed {
+            return Ok(());
+        }
+        self.new_metas_unflushed = false;
+        if super::commit::no_sync(self.env.flags.load(Ordering::Relaxed)) {
+            return Ok(());
+        }
+        if let Some(end) = end {
+            super::commit::grow_file(self.env, end)?;
+        }
+        super::commit::flush_data(self.env, true)
     }
 
     /// The txn's pages, for cursors.
