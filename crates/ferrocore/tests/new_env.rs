@@ -56,7 +56,10 @@ fn assert_usable(dir: &Path) {
 fn assert_flushed_first(log: &[CallKind]) {
     assert_eq!(log[0], CallKind::Write, "the metas");
     let first_sync = log.iter().position(|&k| k == CallKind::Sync);
-    let first_write = log[1..].iter().position(|&k| k == CallKind::Write).map(|i| i + 1);
+    let first_write = log[1..]
+        .iter()
+        .position(|&k| k == CallKind::Write)
+        .map(|i| i + 1);
     assert!(
         first_sync.is_some() && first_sync < first_write,
         "the metas are flushed before the first page is written: {log:?}"
@@ -71,7 +74,11 @@ fn the_first_commit_flushes_the_new_metas_before_it_writes() {
     assert_eq!(inj.call_log(), [CallKind::Write], "the metas, unflushed");
     let txn = env.begin_write().unwrap();
     txn.abort();
-    assert_eq!(inj.call_log(), [CallKind::Write], "an aborted txn writes nothing");
+    assert_eq!(
+        inj.call_log(),
+        [CallKind::Write],
+        "an aborted txn writes nothing"
+    );
     let mut txn = env.begin_write().unwrap();
     for i in 0..2000u32 {
         txn.put(Database::MAIN, &i.to_be_bytes(), &[1u8; 100], 0)
@@ -91,7 +98,10 @@ fn the_first_commit_flushes_the_new_metas_before_it_writes() {
         .iter()
         .filter(|&&k| k == CallKind::Sync)
         .count();
-    assert_eq!(syncs, 2, "a later commit flushes its data and its meta only");
+    assert_eq!(
+        syncs, 2,
+        "a later commit flushes its data and its meta only"
+    );
 }
 
 #[test]
@@ -118,11 +128,23 @@ fn a_bulk_load_flushes_the_new_metas_before_it_writes_pages_early() {
     }
     loader.finish().unwrap();
     assert!(
-        inj.call_log().iter().filter(|&&k| k == CallKind::Write).count() > 1,
+        inj.call_log()
+            .iter()
+            .filter(|&&k| k == CallKind::Write)
+            .count()
+            > 1,
         "pages were written before the commit"
     );
     txn.commit().unwrap();
-    assert_flushed_first(&inj.call_log());
+    let log = inj.call_log();
+    assert_flushed_first(&log);
+    // Grown over the first early write before the flush, as a commit grows the file.
+    assert_eq!(log[1], CallKind::SetLen, "{log:?}");
+    let syncs = log.iter().filter(|&&k| k == CallKind::Sync).count();
+    assert_eq!(
+        syncs, 3,
+        "the metas, then the commit's data and meta: {log:?}"
+    );
 }
 
 #[test]

@@ -187,8 +187,8 @@ impl<'t, 'env> BulkLoader<'t, 'env> {
         options: BulkOptions,
     ) -> Result<Self> {
         // The load writes finished pages to the file as it goes: a new environment's metas
-        // first (its size is not known yet, so without growing the file).
-        txn.flush_new_metas(None)?;
+        // are flushed before its first write.
+        txn.flush_new_metas_before_early_writes();
         let level = txn.begin_nested_level()?;
         let target = txn.bulk_target(db);
         let (template, orders) = match target {

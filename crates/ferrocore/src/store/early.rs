@@ -13,7 +13,9 @@
 //! write per run); its buffer then goes back to the spare list. Until then it is an
 //! ordinary dirty page: one still queued at commit is written by the commit.
 
-use crate::error::{Error, Result};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::error::{CommitStep, Error, Result};
 use crate::io::DataFile;
 
 use super::*;
@@ -34,6 +36,23 @@ pub(super) struct EarlyWrites<'e> {
     pub(super) written: PgnoMap<u32>,
     /// One past the last page written: reads below it may go to the map.
     pub(super) end: u64,
+    /// A new environment's metas, to be flushed before the first page is written.
+    pub(super) new_metas: NewMetas<'e>,
+}
+
+/// What the early writes do about a new environment's unflushed metas (see
+/// `WriteTxn::flush_new_metas`).
+#[derive(Default)]
+pub(super) enum NewMetas<'e> {
+    /// Nothing: they are flushed, or the commit flushes them.
+    #[default]
+    NotAsked,
+    /// Flush them before the first early write, after growing the file over it (so that
+    /// the file system allocates them as a large file's, with the pages that follow); a
+    /// failed flush sets the flag, which poisons the environment.
+    Pending(&'e AtomicBool),
+    /// Flushed before the first early write.
+    Flushed,
 }
 
 impl<'e> DirtyPages<'e> {
@@ -42,6 +61,19 @@ impl<'e> DirtyPages<'e> {
         if self.mapped.is_none() {
             self.early.file = Some(file);
         }
+    }
+
+    /// Makes the first early write flush a new environment's metas first (see
+    /// [`NewMetas::Pending`]); `poison` is set if that flush fails. Once only.
+    pub fn flush_new_metas_before_early_writes(&mut self, poison: &'e AtomicBool) {
+        if matches!(self.early.new_metas, NewMetas::NotAsked) {
+            self.early.new_metas = NewMetas::Pending(poison);
+        }
+    }
+
+    /// True if an early write flushed a new environment's metas: the commit need not.
+    pub fn new_metas_flushed_early(&self) -> bool {
+        matches!(self.early.new_metas, NewMetas::Flushed)
     }
 
     /// Queues dirty page (or run) `pgno`, which this txn allocated and will not change
@@ -74,6 +106,21 @@ impl<'e> DirtyPages<'e> {
         queue.sort_unstable();
         queue.dedup();
         let ps = self.page_size;
+        if let (NewMetas::Pending(poison), Some(&last)) = (&self.early.new_metas, queue.last()) {
+            // The file grown to what this batch's write would make it, then the metas.
+            let end = (last + self.pages_of(last)) * ps as u64;
+            if file.len().map_err(Error::Io)? < end {
+                file.set_len(end).map_err(Error::Io)?;
+            }
+            file.sync_data().map_err(|source| {
+                poison.store(true, Ordering::Release);
+                Error::Commit {
+                    step: CommitStep::FlushData,
+                    source,
+                }
+            })?;
+            self.early.new_metas = NewMetas::Flushed;
+        }
         let mut i = 0;
         while i < queue.len() {
             // A run: pages whose buffers follow each other in the file.

@@ -134,7 +134,7 @@ impl WriteTxn<'_> {
         freelist::save(&mut self.pages, &mut self.free_db, self.txnid)?;
         let env = self.env;
         let next_pgno = self.pages.next_pgno;
-        self.flush_new_metas(Some(next_pgno))?;
+        self.flush_new_metas(next_pgno)?;
         assert!(
             next_pgno <= self.pages.max_pgno,
             "allocation passed the map: page {next_pgno} of {}",

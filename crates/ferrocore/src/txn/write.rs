@@ -248,18 +248,28 @@ impl<'env> WriteTxn<'env> {
     /// files' blocks, far from the data: W9's synced writes then paid for both places).
     /// Under `NO_SYNC` nothing is promised, and the first `Env::sync` flushes them. A
     /// failed flush poisons the environment, as a commit's.
-    pub(crate) fn flush_new_metas(&mut self, end: Option<u64>) -> Result<()> {
-        if !self.new_metas_unflushed {
+    pub(crate) fn flush_new_metas(&mut self, end: u64) -> Result<()> {
+        if !self.new_metas_unflushed || self.pages.new_metas_flushed_early() {
             return Ok(());
         }
         self.new_metas_unflushed = false;
         if super::commit::no_sync(self.env.flags.load(Ordering::Relaxed)) {
             return Ok(());
         }
-        if let Some(end) = end {
-            super::commit::grow_file(self.env, end)?;
-        }
+        super::commit::grow_file(self.env, end)?;
         super::commit::flush_data(self.env, true)
+    }
+
+    /// Before a bulk load, which writes pages to the file as it goes: makes its first write
+    /// flush a new environment's metas first, after growing the file over that write (see
+    /// [`WriteTxn::flush_new_metas`]).
+    pub(crate) fn flush_new_metas_before_early_writes(&mut self) {
+        if self.new_metas_unflushed
+            && !super::commit::no_sync(self.env.flags.load(Ordering::Relaxed))
+        {
+            self.pages
+                .flush_new_metas_before_early_writes(&self.env.failed);
+        }
     }
 
     /// The txn's pages, for cursors.
