@@ -36,6 +36,20 @@ fn dir_with(bytes: &[u8]) -> tempfile::TempDir {
     dir
 }
 
+/// A new environment with `flags` in a new directory, its data file behind an injector
+/// that records every call.
+fn new_injected(flags: u32) -> (tempfile::TempDir, FaultInjector, Env) {
+    let dir = tempfile::tempdir().unwrap();
+    let inj = FaultInjector::new();
+    let env = open(dir.path(), flags, Some(&inj)).unwrap();
+    (dir, inj, env)
+}
+
+/// How many calls of `kind` `log` holds.
+fn count(log: &[CallKind], kind: CallKind) -> usize {
+    log.iter().filter(|&&k| k == kind).count()
+}
+
 /// Puts one key, reopens (read-only, which repairs nothing) and reads it back: the file
 /// is a whole environment with both metas valid.
 fn assert_usable(dir: &Path) {
@@ -68,9 +82,7 @@ fn assert_flushed_first(log: &[CallKind]) {
 
 #[test]
 fn the_first_commit_flushes_the_new_metas_before_it_writes() {
-    let dir = tempfile::tempdir().unwrap();
-    let inj = FaultInjector::new();
-    let env = open(dir.path(), 0, Some(&inj)).unwrap();
+    let (_dir, inj, env) = new_injected(0);
     assert_eq!(inj.call_log(), [CallKind::Write], "the metas, unflushed");
     let txn = env.begin_write().unwrap();
     txn.abort();
@@ -94,10 +106,7 @@ fn the_first_commit_flushes_the_new_metas_before_it_writes() {
     let mut txn = env.begin_write().unwrap();
     txn.put(Database::MAIN, b"a", b"1", 0).unwrap();
     txn.commit().unwrap();
-    let syncs = inj.call_log()[after_first..]
-        .iter()
-        .filter(|&&k| k == CallKind::Sync)
-        .count();
+    let syncs = count(&inj.call_log()[after_first..], CallKind::Sync);
     assert_eq!(
         syncs, 2,
         "a later commit flushes its data and its meta only"
@@ -106,9 +115,7 @@ fn the_first_commit_flushes_the_new_metas_before_it_writes() {
 
 #[test]
 fn under_write_map_the_first_write_txn_flushes_the_new_metas_when_it_begins() {
-    let dir = tempfile::tempdir().unwrap();
-    let inj = FaultInjector::new();
-    let env = open(dir.path(), env_flags::WRITE_MAP, Some(&inj)).unwrap();
+    let (_dir, inj, env) = new_injected(env_flags::WRITE_MAP);
     let txn = env.begin_write().unwrap();
     assert_eq!(inj.call_log(), [CallKind::Write, CallKind::Sync]);
     txn.abort();
@@ -116,9 +123,7 @@ fn under_write_map_the_first_write_txn_flushes_the_new_metas_when_it_begins() {
 
 #[test]
 fn a_bulk_load_flushes_the_new_metas_before_it_writes_pages_early() {
-    let dir = tempfile::tempdir().unwrap();
-    let inj = FaultInjector::new();
-    let env = open(dir.path(), 0, Some(&inj)).unwrap();
+    let (_dir, inj, env) = new_injected(0);
     let mut txn = env.begin_write().unwrap();
     let mut loader = txn
         .bulk_loader(Database::MAIN, ferrocore::BulkOptions::default())
@@ -128,11 +133,7 @@ fn a_bulk_load_flushes_the_new_metas_before_it_writes_pages_early() {
     }
     loader.finish().unwrap();
     assert!(
-        inj.call_log()
-            .iter()
-            .filter(|&&k| k == CallKind::Write)
-            .count()
-            > 1,
+        count(&inj.call_log(), CallKind::Write) > 1,
         "pages were written before the commit"
     );
     txn.commit().unwrap();
@@ -140,7 +141,7 @@ fn a_bulk_load_flushes_the_new_metas_before_it_writes_pages_early() {
     assert_flushed_first(&log);
     // Grown over the first early write before the flush, as a commit grows the file.
     assert_eq!(log[1], CallKind::SetLen, "{log:?}");
-    let syncs = log.iter().filter(|&&k| k == CallKind::Sync).count();
+    let syncs = count(&log, CallKind::Sync);
     assert_eq!(
         syncs, 3,
         "the metas, then the commit's data and meta: {log:?}"
@@ -149,9 +150,7 @@ fn a_bulk_load_flushes_the_new_metas_before_it_writes_pages_early() {
 
 #[test]
 fn under_no_sync_the_new_metas_wait_for_the_first_sync() {
-    let dir = tempfile::tempdir().unwrap();
-    let inj = FaultInjector::new();
-    let env = open(dir.path(), env_flags::NO_SYNC, Some(&inj)).unwrap();
+    let (_dir, inj, env) = new_injected(env_flags::NO_SYNC);
     let mut txn = env.begin_write().unwrap();
     txn.put(Database::MAIN, b"a", b"1", 0).unwrap();
     txn.commit().unwrap();
@@ -164,9 +163,7 @@ fn under_no_sync_the_new_metas_wait_for_the_first_sync() {
 /// environment, whatever subset of the metas' sectors it kept.
 #[test]
 fn every_power_cut_of_a_creation_opens_as_a_new_environment() {
-    let dir = tempfile::tempdir().unwrap();
-    let inj = FaultInjector::new();
-    let _env = open(dir.path(), 0, Some(&inj)).unwrap();
+    let (_dir, inj, _env) = new_injected(0);
     let mut rng = Rng(5);
     let mut seen = std::collections::HashSet::new();
     for cut in [Cut::KeepNone, Cut::KeepAll]

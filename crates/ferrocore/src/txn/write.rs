@@ -52,7 +52,9 @@ pub struct WriteTxn<'env> {
     pub(super) dup_scratch: Vec<u8>,
     /// What the commit does about free pages at the end of the file.
     pub(super) shrink: FileShrink,
-    /// The environment's two metas may still be unflushed (see [`WriteTxn::flush_new_metas`]).
+    /// Nothing was ever committed and the mode flushes: the environment's two metas may
+    /// still be unflushed, and must be flushed before a page is written (see
+    /// [`WriteTxn::flush_new_metas`]). Decided when the txn begins.
     pub(super) new_metas_unflushed: bool,
     /// Where this txn's last APPEND put into the main DB went (named DBs keep theirs in
     /// [`NamedDb::append_hint`]); taken by every `tree_mut` of the DB.
@@ -246,16 +248,13 @@ impl<'env> WriteTxn<'env> {
     /// file system allocates the metas' blocks as a large file's, with the data's that
     /// follow (flushed while the file was two pages long, ext4 put them among small
     /// files' blocks, far from the data: W9's synced writes then paid for both places).
-    /// Under `NO_SYNC` nothing is promised, and the first `Env::sync` flushes them. A
-    /// failed flush poisons the environment, as a commit's.
+    /// Under `NO_SYNC` (as the txn began) nothing is promised, and the first `Env::sync`
+    /// flushes them. A failed flush poisons the environment, as a commit's.
     pub(crate) fn flush_new_metas(&mut self, end: u64) -> Result<()> {
         if !self.new_metas_unflushed || self.pages.new_metas_flushed_early() {
             return Ok(());
         }
         self.new_metas_unflushed = false;
-        if super::commit::no_sync(self.env.flags.load(Ordering::Relaxed)) {
-            return Ok(());
-        }
         super::commit::grow_file(self.env, end)?;
         super::commit::flush_data(self.env, true)
     }
@@ -264,9 +263,7 @@ impl<'env> WriteTxn<'env> {
     /// flush a new environment's metas first, after growing the file over that write (see
     /// [`WriteTxn::flush_new_metas`]).
     pub(crate) fn flush_new_metas_before_early_writes(&mut self) {
-        if self.new_metas_unflushed
-            && !super::commit::no_sync(self.env.flags.load(Ordering::Relaxed))
-        {
+        if self.new_metas_unflushed {
             self.pages
                 .flush_new_metas_before_early_writes(&self.env.failed);
         }
