@@ -142,12 +142,45 @@ pub unsafe extern "C" fn mdb_cursor_get(
     data: *mut MDB_val,
     op: c_uint,
 ) -> c_int {
+    if op == CursorOp::Next as c_uint {
+        // A scan's step along its leaf: no call, no panic guard (`next_in_scan` never
+        // panics), so that it saves few registers.
+        // SAFETY: the caller's contract.
+        if let Some(c) = unsafe { open_cursor(cursor) } {
+            // SAFETY: an open cursor's txn handle (module doc), not in use by another call.
+            let r = unsafe { active_read_txn(c.txn) };
+            if let Some(item) = r.and_then(|r| c.cursor.next_in_scan(r)) {
+                // SAFETY: the caller's contract: `key` and `data` are null or writable.
+                unsafe {
+                    set_val(key, item.0);
+                    set_val(data, item.1);
+                }
+                return MDB_SUCCESS;
+            }
+        }
+    }
+    // SAFETY: the caller's contract.
+    unsafe { cursor_get_any(cursor, key, data, op) }
+}
+
+/// [`mdb_cursor_get`] but for a step along a leaf scan. Out of line, so that the step
+/// saves few registers.
+///
+/// # Safety
+/// As for [`mdb_cursor_get`].
+#[inline(never)]
+unsafe fn cursor_get_any(
+    cursor: *mut MDB_cursor,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+    op: c_uint,
+) -> c_int {
     // SAFETY: the caller's contract.
     let Some(c) = (unsafe { open_cursor(cursor) }) else {
         return libc::EINVAL;
     };
     if op == CursorOp::Next as c_uint {
-        // A scan's common step, outside the panic guard: `next_plain` never panics.
+        // The other steps of a scan, outside the panic guard: `next_plain` never panics.
         // SAFETY: an open cursor's txn handle (module doc), not in use by another call.
         if let Some(item) = unsafe { active_read_txn(c.txn) }.and_then(|r| c.cursor.next_plain(r)) {
             // SAFETY: the caller's contract: `key` and `data` are null or writable.

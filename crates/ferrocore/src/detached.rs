@@ -21,7 +21,7 @@ use crate::cursor::{CursorCore, SavedPlace};
 use crate::error::{Error, Result};
 use crate::flags::put_flags;
 use crate::format::meta::DbRecord;
-use crate::format::page::{PageShape, PageView};
+use crate::format::page::{PageShape, PageView, PlainLeaf};
 use crate::order::Orders;
 use crate::store::{PageSource, SnapshotPages};
 use crate::txn::{Database, Item, ReadTxn, Source, WriteCursor, WriteTxn};
@@ -143,6 +143,23 @@ pub struct DetachedCursor {
     /// On a read txn: its snapshot, and the shape of the leaf the last item came from
     /// (see [`Source::item_with_shape`]).
     leaf_shape: (u64, Option<PageShape>),
+    /// A read cursor's walk along its leaf with `MDB_NEXT`, between calls (see
+    /// [`LeafScan`]). Every call but the walk's own steps clears it
+    /// ([`DetachedCursor::end_scan`]).
+    scan: Option<LeafScan>,
+}
+
+/// Where a read cursor's plain `MDB_NEXT` steps stand: set by a step that found the cursor
+/// in the state [`CursorCore::next_slot_on_leaf`] needs (no DUPSORT, no mark set, on a leaf
+/// of snapshot `snapshot`), it lets the next step read slot `idx + 1` of the same leaf with
+/// no other check. It stays true because nothing else changes the cursor while it is set.
+#[derive(Clone, Copy, Debug)]
+struct LeafScan {
+    snapshot: u64,
+    /// The leaf's place in the map ([`SnapshotPages::page_offset`]).
+    offset: usize,
+    leaf: PlainLeaf,
+    idx: usize,
 }
 
 impl DetachedCursor {
@@ -159,6 +176,7 @@ impl DetachedCursor {
             place: SavedPlace::default(),
             value_untouched: false,
             leaf_shape: (0, None),
+            scan: None,
         })
     }
 
@@ -203,8 +221,10 @@ impl DetachedCursor {
             return Ok(());
         }
         let (record, orders) = w.tree(self.db)?;
+        let dropped = w.dropped_since(self.db, self.seen_changes);
+        self.end_scan();
         (self.core.cmp, self.core.dcmp) = (orders.key, orders.dup);
-        if w.dropped_since(self.db, self.seen_changes) {
+        if dropped {
             // As LMDB: emptying a DB unpositions its cursors.
             self.core = CursorCore::new(record, orders);
         } else {
@@ -212,6 +232,13 @@ impl DetachedCursor {
         }
         // The place found is the one to find again next time (even if the call fails).
         self.remember(txn)
+    }
+
+    /// Ends the [`LeafScan`], whose steps rely on the state it was set in: called by
+    /// every call that may change the cursor otherwise than by the scan's own steps.
+    #[inline]
+    fn end_scan(&mut self) {
+        self.scan = None;
     }
 
     /// On a write txn, remembers the cursor's place by content.
@@ -255,25 +282,66 @@ impl DetachedCursor {
     /// snapshot, so a step along a leaf parses no header.
     #[inline]
     pub fn next_plain<'t>(&mut self, r: &'t ReadTxn<'_>) -> Option<Item<'t>> {
+        if let Some(item) = self.next_in_scan(r) {
+            return Some(item);
+        }
         let Source::Snapshot(pages) = r.source() else {
             return None;
         };
+        self.next_plain_checked(r, pages)
+    }
+
+    /// The step of [`DetachedCursor::next_plain`] along the leaf of the cursor's
+    /// [`LeafScan`]: `None` without a scan in snapshot `r`, at the leaf's end, or on any
+    /// other doubt (then `next_plain` does the checks). Calls nothing, so that a C
+    /// binding's step can be a leaf function.
+    #[inline(always)]
+    pub fn next_in_scan<'t>(&mut self, r: &'t ReadTxn<'_>) -> Option<Item<'t>> {
+        let scan = self.scan.as_mut()?;
+        let Source::Snapshot(pages) = r.source() else {
+            return None;
+        };
+        if scan.snapshot != r.id() {
+            return None;
+        }
+        let next = scan.idx + 1;
+        let item = scan.leaf.item(pages.page_at(scan.offset)?, next)?;
+        debug_assert_eq!(
+            self.core
+                .next_slot_on_leaf()
+                .and_then(|(pgno, idx)| Some((pages.page_offset(pgno)?, idx))),
+            Some((scan.offset, next)),
+            "a leaf scan outlived the state it was set in"
+        );
+        scan.idx = next;
+        self.core.pos.set_leaf_idx(next);
+        Some(item)
+    }
+
+    /// [`DetachedCursor::next_plain`] without a [`LeafScan`] to follow: checks the
+    /// cursor's state, reads the item, and sets the scan for the next step.
+    #[inline(never)]
+    fn next_plain_checked<'t>(
+        &mut self,
+        r: &'t ReadTxn<'_>,
+        pages: &'t SnapshotPages<'t>,
+    ) -> Option<Item<'t>> {
         let Some((pgno, idx)) = self.core.next_slot_on_leaf() else {
             return self.next_leaf_plain(r, pages);
         };
         let bytes = pages.page(pgno).ok()?;
-        let item = match self.leaf_shape {
-            (snapshot, Some(shape)) if snapshot == r.id() && shape.pgno() == pgno => {
-                shape.plain_leaf_item(bytes, idx)?
-            }
+        let shape = match self.leaf_shape {
+            (snapshot, Some(shape)) if snapshot == r.id() && shape.pgno() == pgno => shape,
             _ => {
                 let shape = PageView::parse(bytes, pgno).ok()?.shape();
                 self.leaf_shape = (r.id(), Some(shape));
-                shape.plain_leaf_item(bytes, idx)?
+                shape
             }
         };
+        let leaf = shape.plain_leaf()?;
+        let item = leaf.item(bytes, idx)?;
+        self.start_scan(r, pages, pgno, leaf, idx);
         self.core.pos.set_leaf_idx(idx);
-        self.value_untouched = false;
         Some(item)
     }
 
@@ -287,11 +355,32 @@ impl DetachedCursor {
     ) -> Option<Item<'t>> {
         let next = self.core.next_leaf_on_parent(pages)?;
         let shape = next.leaf.shape();
-        let item = shape.plain_leaf_item(next.leaf.bytes(), 0)?;
+        let leaf = shape.plain_leaf()?;
+        let item = leaf.item(next.leaf.bytes(), 0)?;
         self.leaf_shape = (r.id(), Some(shape));
+        self.start_scan(r, pages, shape.pgno(), leaf, 0);
         self.core.pos.enter_next_leaf(&next);
-        self.value_untouched = false;
         Some(item)
+    }
+
+    /// After a plain step to slot `idx` of leaf `pgno`, which `leaf` describes: the
+    /// following steps need check only the next slot ([`LeafScan`]).
+    #[inline]
+    fn start_scan(
+        &mut self,
+        r: &ReadTxn<'_>,
+        pages: &SnapshotPages<'_>,
+        pgno: u64,
+        leaf: PlainLeaf,
+        idx: usize,
+    ) {
+        self.value_untouched = false;
+        self.scan = pages.page_offset(pgno).map(|offset| LeafScan {
+            snapshot: r.id(),
+            offset,
+            leaf,
+            idx,
+        });
     }
 
     /// [`DetachedCursor::get`] for everything but a read cursor's step along its leaf.
@@ -307,6 +396,7 @@ impl DetachedCursor {
                 self.leaf_shape = (r.id(), None);
             }
         }
+        self.end_scan();
         self.catch_up(txn)?;
         self.value_untouched = false;
         let r = self.step(txn.source(), op, key, value);
@@ -408,6 +498,7 @@ impl DetachedCursor {
         if !self.is_positioned() {
             return Err(Error::InvalidArgument("cursor is not positioned"));
         }
+        self.end_scan();
         let r = self.core.count(&txn.source());
         self.remember(txn)?;
         r
@@ -423,6 +514,7 @@ impl DetachedCursor {
         self.catch_up(TxnRef::Write(txn))?;
         let mut cursor = WriteCursor::with_core(txn, self.db, self.core.clone());
         let r = f(&mut cursor);
+        self.end_scan();
         self.core = cursor.into_core();
         self.remember(TxnRef::Write(txn))?;
         r

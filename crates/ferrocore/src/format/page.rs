@@ -151,15 +151,45 @@ impl PageShape {
         self.pgno
     }
 
+    /// The shape as a plain leaf's (a leaf that is not LEAF2), or `None`.
+    #[inline(always)]
+    pub fn plain_leaf(&self) -> Option<PlainLeaf> {
+        if self.flags & page_flags::LEAF == 0 || self.fixed != 0 {
+            return None;
+        }
+        Some(PlainLeaf {
+            num_keys: u16::try_from(self.num_keys).ok()?,
+            upper: self.upper,
+        })
+    }
+
     /// Key and value of node `i` of the page `bytes` this shape was taken from, if it is
-    /// a leaf that is not LEAF2 and the value is stored in the node (no overflow, no
-    /// DUPSORT values); `None` for anything else, a damaged node included (then
+    /// a plain leaf ([`PageShape::plain_leaf`]) and [`PlainLeaf::item`] finds them.
+    #[inline(always)]
+    pub fn plain_leaf_item<'a>(&self, b: &'a [u8], i: usize) -> Option<(&'a [u8], &'a [u8])> {
+        self.plain_leaf()?.item(b, i)
+    }
+}
+
+/// The shape of a leaf page that is not LEAF2 (see [`PageShape::plain_leaf`]): what a read
+/// cursor keeps of its leaf while it steps along it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlainLeaf {
+    /// Below 2^15 on any valid page: a u16 spares the slot's offset an overflow check.
+    num_keys: u16,
+    upper: usize,
+}
+
+impl PlainLeaf {
+    /// Key and value of node `i` of the page `bytes` this shape was taken from, if `i` is
+    /// one of its nodes and the value is stored in the node (no overflow, no DUPSORT
+    /// values); `None` for anything else, a damaged node included (then
     /// [`PageView::node`] says what is wrong). Every read is a checked slice of `bytes`,
     /// so no shape can make it read outside them; the shape only spares the header's
     /// parse: a read cursor's step along a leaf.
     #[inline(always)]
-    pub fn plain_leaf_item<'a>(&self, b: &'a [u8], i: usize) -> Option<(&'a [u8], &'a [u8])> {
-        if self.flags & page_flags::LEAF == 0 || self.fixed != 0 || i >= self.num_keys {
+    pub fn item<'a>(&self, b: &'a [u8], i: usize) -> Option<(&'a [u8], &'a [u8])> {
+        if i >= usize::from(self.num_keys) {
             return None;
         }
         let slot = PAGE_HEADER_SIZE + 2 * i;

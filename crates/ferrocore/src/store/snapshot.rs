@@ -11,6 +11,8 @@ pub struct SnapshotPages<'e> {
     pub(super) page_size: usize,
     /// Pages `0..end_pgno` belong to the snapshot.
     pub(super) end_pgno: u64,
+    /// Where the snapshot's last page starts in the map.
+    last_offset: usize,
 }
 
 impl<'e> SnapshotPages<'e> {
@@ -20,7 +22,23 @@ impl<'e> SnapshotPages<'e> {
             map,
             page_size,
             end_pgno: last_pgno + 1,
+            last_offset: (last_pgno as usize).saturating_mul(page_size),
         }
+    }
+
+    /// Where page `pgno` lies in the map, if it belongs to the snapshot: for
+    /// [`SnapshotPages::page_at`] to read it again without a page number's checks.
+    #[inline]
+    pub fn page_offset(&self, pgno: u64) -> Option<usize> {
+        map_pages(self.map, self.page_size, self.end_pgno, pgno, 1).ok()?;
+        Some(pgno as usize * self.page_size)
+    }
+
+    /// The page at `offset` in the map, if it lies below the snapshot's end: read it with
+    /// an offset that [`SnapshotPages::page_offset`] gave for this snapshot.
+    #[inline]
+    pub fn page_at(&self, offset: usize) -> Option<&[u8]> {
+        (offset <= self.last_offset).then(|| self.map.slice(offset, self.page_size))
     }
 }
 
