@@ -610,3 +610,96 @@ fn pages_are_checked_again_after_another_handle_commits() {
         "{err}"
     );
 }
+
+/// The free DB's records of an environment built by [`build`] and then emptied of half its
+/// keys: where each record's IDL (its count, then its page numbers) lies in the file. The
+/// free DB of so small a file is one leaf; a large record is on overflow pages.
+fn free_records(dir: &Path) -> Vec<u64> {
+    let env = open(dir).unwrap();
+    let mut txn = env.begin_write().unwrap();
+    for i in (0..4000).step_by(2) {
+        txn.delete(MAIN, &key(i)).unwrap();
+    }
+    txn.commit().unwrap();
+    // A small commit: the free list now holds the delete's pages under its txn id.
+    let mut txn = env.begin_write().unwrap();
+    txn.put(MAIN, b"small", b"commit", 0).unwrap();
+    txn.commit().unwrap();
+    let free_db = env.begin_read().unwrap().meta().free_db;
+    drop(env);
+    assert_eq!(free_db.depth, 1, "the free DB is one leaf");
+    let page = peek(dir, free_db.root * PS, PS as usize);
+    let u16_at = |o: usize| u16::from_le_bytes([page[o], page[o + 1]]) as usize;
+    let n = (u16_at(12) - 16) / 2;
+    (0..n)
+        .map(|i| {
+            let off = u16_at(16 + 2 * i);
+            let data = off + 8 + u16_at(off + 6);
+            if u16_at(off + 4) & 0x01 != 0 {
+                // F_BIGDATA: the IDL follows the first overflow page's header.
+                let run = u64::from_le_bytes(page[data..data + 8].try_into().unwrap());
+                run * PS + 16
+            } else {
+                free_db.root * PS + data as u64
+            }
+        })
+        .collect()
+}
+
+/// A free-list record is checked when a write txn takes its pages: one that names a page
+/// past the end of the file (its first, the highest), a meta page (its last), or lists
+/// its pages out of order is reported as corruption, and none of its pages is handed out.
+#[test]
+fn free_list_records_that_cannot_be_free_pages_are_corrupted() {
+    // Each damage: which page number of the record (by index) becomes what.
+    let damages: [(&str, fn(usize, u64) -> (usize, u64)); 3] = [
+        ("past the end", |_, end| (0, end + 5)),
+        ("a meta page", |n, _| (n - 1, 1)),
+        ("out of order", |n, _| (n / 2, 0)),
+    ];
+    for (what, damage) in damages {
+        let dir = tempfile::tempdir().unwrap();
+        build(dir.path());
+        let records = free_records(dir.path());
+        let file_pages = std::fs::metadata(dir.path().join("data.mdb"))
+            .unwrap()
+            .len()
+            / PS;
+        let u64_at = |at: u64| u64::from_le_bytes(peek(dir.path(), at, 8).try_into().unwrap());
+        let mut damaged = 0;
+        for idl in records {
+            let count = u64_at(idl) as usize;
+            if count < 3 {
+                continue;
+            }
+            let (i, pgno) = damage(count, file_pages);
+            // "Out of order": the middle page becomes higher than the first.
+            let pgno = if pgno == 0 { u64_at(idl + 8) + 1 } else { pgno };
+            poke(dir.path(), idl + 8 + 8 * i as u64, &pgno.to_le_bytes());
+            damaged += 1;
+        }
+        assert!(damaged > 0, "no record of three pages or more");
+        // Writes until the damaged records are taken: every error is corruption.
+        let env = open(dir.path()).unwrap();
+        let mut seen = None;
+        for round in 0..20u32 {
+            let mut txn = env.begin_write().unwrap();
+            let r = (0..200u32)
+                .try_for_each(|i| txn.put(MAIN, &key(10_000 + round * 200 + i), &[1; 60], 0))
+                .and_then(|()| txn.commit());
+            if let Err(e) = r {
+                seen = Some(e);
+                break;
+            }
+        }
+        let e = seen.unwrap_or_else(|| panic!("{what}: the damaged records were used"));
+        assert!(is_corruption(&e), "{what}: {e:?}");
+        if what == "past the end" {
+            // Named by the check of the record, not by some later use of the page.
+            assert!(
+                matches!(e, Error::Corrupted { pgno, .. } if pgno == file_pages + 5),
+                "{what}: {e:?}"
+            );
+        }
+    }
+}

@@ -372,8 +372,13 @@ impl<'e> DirtyPages<'e> {
     /// the pool, to be deleted at commit. `in_order`: the oldest record not yet taken;
     /// otherwise a newer one, taken out of order (and reclaiming ends: the next record in
     /// order could be this one).
+    ///
+    /// `pages` as decoding gives them (`decode_idl_into`): strictly descending, so the
+    /// first and last are the ones to check against the file.
     pub fn take_record(&mut self, key: u64, pages: &[u64], in_order: bool) -> Result<()> {
-        if let Some(&bad) = pages.iter().find(|&&p| p < 2 || p >= self.snapshot_end) {
+        debug_assert!(pages.windows(2).all(|w| w[0] > w[1]), "record out of order");
+        let ends = pages.first().into_iter().chain(pages.last());
+        if let Some(&bad) = ends.into_iter().find(|&&p| p < 2 || p >= self.snapshot_end) {
             return Err(Error::corrupted(
                 bad,
                 "free-list record names a page outside the file",
