@@ -9,6 +9,7 @@
 //! beginning, committing and aborting never loop over all open DBs.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::db_flags;
 use crate::error::{Error, Result};
@@ -28,8 +29,9 @@ pub const KNOWN_FLAGS: u16 = db_flags::REVERSE_KEY
 /// One opened named DB.
 #[derive(Clone, Debug)]
 pub struct CatalogEntry {
-    /// The name (the key of its record in the main DB).
-    pub name: Vec<u8>,
+    /// The name (the key of its record in the main DB). Shared: every write txn that uses
+    /// the DB keeps it, with no copy.
+    pub name: Arc<[u8]>,
     /// Its DB flags.
     pub flags: u16,
     /// Its orders: from the flags, or the application's comparators.
@@ -103,7 +105,7 @@ impl Catalog {
             }
             e.private_to.retain(|&s| s != serial);
             if e.private_to.is_empty() {
-                self.by_name.remove(&e.name);
+                self.by_name.remove(&e.name[..]);
                 *slot = None;
                 closed = true;
             }
@@ -169,7 +171,7 @@ impl Catalog {
             return Err(Error::DbsFull);
         }
         let entry = CatalogEntry {
-            name: name.to_vec(),
+            name: name.into(),
             flags,
             orders: Orders::for_flags(flags),
             private_to: vec![serial],
@@ -224,7 +226,7 @@ impl Catalog {
             .get_mut(i)
             .and_then(Option::take)
             .ok_or(Error::BadDbi)?;
-        self.by_name.remove(&entry.name);
+        self.by_name.remove(&entry.name[..]);
         Ok(())
     }
 }

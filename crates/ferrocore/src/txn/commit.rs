@@ -459,7 +459,7 @@ pub(crate) fn write_and_flush_meta(env: &EnvInner, meta: &Meta, force: bool) -> 
 /// True if no two of a txn's named-DB states name the same DB (the states move between
 /// handle numbers, see `WriteTxn::adopt_named`, but a DB has one).
 fn one_state_per_name(named: &DbiMap<NamedDb>) -> bool {
-    let mut names: Vec<&[u8]> = named.values().map(|n| n.name.as_slice()).collect();
+    let mut names: Vec<&[u8]> = named.values().map(|n| &n.name[..]).collect();
     names.sort_unstable();
     names.windows(2).all(|w| w[0] != w[1])
 }

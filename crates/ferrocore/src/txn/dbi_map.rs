@@ -57,7 +57,9 @@ impl<V> DbiMap<V> {
         if dbi < DIRECT {
             let i = dbi as usize;
             if self.direct.len() <= i {
-                self.direct.resize_with(i + 1, || None);
+                // In one step to a few handles' room: a txn opens its DBs one by one.
+                self.direct
+                    .resize_with((i + 1).next_power_of_two().max(16), || None);
             }
             return self.direct[i].replace(value);
         }

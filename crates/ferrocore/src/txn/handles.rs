@@ -3,6 +3,7 @@
 
 use std::cell::Cell;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use crate::btree::{self};
 use crate::catalog::KNOWN_FLAGS;
@@ -55,7 +56,7 @@ pub(super) fn check_key(env: &EnvInner, key: &[u8]) -> Result<()> {
 pub(super) struct NamedDb {
     /// The DB's name: a handle closed and reused names another DB (commit writes the
     /// record under this name, not under the handle's current one).
-    pub(super) name: Vec<u8>,
+    pub(super) name: Arc<[u8]>,
     pub(super) record: DbRecord,
     pub(super) orders: Orders,
     /// `orders_generation` when `orders` was read (0: from the flags, never checked).
@@ -67,7 +68,7 @@ pub(super) struct NamedDb {
 }
 
 /// Name, flags and key orders of a named DB.
-pub(super) type EntryInfo = (Vec<u8>, u16, Orders);
+pub(super) type EntryInfo = (Arc<[u8]>, u16, Orders);
 
 /// Name, flags and key order behind a named-DB handle, as txn `serial` may use it.
 pub(super) fn catalog_entry(env: &EnvInner, db: Database, serial: u64) -> Result<EntryInfo> {

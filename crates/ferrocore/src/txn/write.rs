@@ -374,7 +374,7 @@ impl<'env> WriteTxn<'env> {
     /// kept under `dbi` moves aside (its changes are still written at commit), and this
     /// DB's state kept under another number moves to `dbi`.
     fn adopt_named(&mut self, dbi: u32, name: &[u8]) {
-        if self.named.get(dbi).is_some_and(|n| n.name != name) {
+        if self.named.get(dbi).is_some_and(|n| *n.name != *name) {
             let other = self.named.remove(dbi).expect("just looked up");
             if other.dirty {
                 self.park_named(other);
@@ -386,7 +386,7 @@ impl<'env> WriteTxn<'env> {
         let kept = self
             .named
             .iter()
-            .find(|(_, n)| n.name == name)
+            .find(|(_, n)| *n.name == *name)
             .map(|(k, _)| k);
         if let Some(k) = kept {
             let n = self.named.remove(k).expect("just found");
@@ -542,7 +542,7 @@ impl<'env> WriteTxn<'env> {
                 self.named.insert(
                     dbi,
                     NamedDb {
-                        name: name.to_vec(),
+                        name: name.into(),
                         record: DbRecord::empty(db_flags),
                         orders: Orders::for_flags(db_flags),
                         generation: 0,
