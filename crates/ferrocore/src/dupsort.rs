@@ -130,6 +130,81 @@ pub fn first_value<'s, S: PageSource + ?Sized>(
     }
 }
 
+/// A key's set of values (one, or a sub-page's) with one more value inserted in order,
+/// read in place: what a set that outgrows its node is stored anew from.
+struct GrownSet<'b> {
+    old: Dups<'b>,
+    /// The number of old values.
+    old_len: usize,
+    new: &'b [u8],
+    /// The new value's place among all of them.
+    at: usize,
+}
+
+impl<'b> GrownSet<'b> {
+    /// `old` (`Single` or `SubPage`) with `new`, which it does not hold, in `dcmp`'s order.
+    fn new(old: Dups<'b>, new: &'b [u8], dcmp: KeyCmp) -> Result<Self> {
+        let old_len = match old {
+            Dups::Single(_) => 1,
+            Dups::SubPage(sub) => sub.num_keys(),
+            Dups::SubDb(_) => unreachable!("a sub-DB takes values in place"),
+        };
+        let mut set = GrownSet {
+            old,
+            old_len,
+            new,
+            at: 0,
+        };
+        let (mut lo, mut hi) = (0, old_len);
+        while lo < hi {
+            let mid = usize::midpoint(lo, hi);
+            if dcmp.compare(set.old_value(mid)?, new).is_lt() {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        set.at = lo;
+        Ok(set)
+    }
+
+    /// How many values: the old ones and the new one.
+    fn len(&self) -> usize {
+        self.old_len + 1
+    }
+
+    /// The size of a sub-page holding the set with no free space, from the old set's
+    /// (a sub-page's nodes lie packed after its free space): no value is read.
+    fn packed_size(&self, fixed: bool) -> usize {
+        let node = |v: &[u8]| 2 + even(NODE_HEADER_SIZE + v.len());
+        match (self.old, fixed) {
+            (_, true) => PAGE_HEADER_SIZE + self.len() * self.new.len(),
+            (Dups::Single(v), false) => PAGE_HEADER_SIZE + node(v) + node(self.new),
+            (Dups::SubPage(sub), false) => sub.bytes().len() - sub.free_space() + node(self.new),
+            (Dups::SubDb(_), false) => unreachable!("a sub-DB takes values in place"),
+        }
+    }
+
+    /// Value `i` in order.
+    #[inline]
+    fn value(&self, i: usize) -> Result<&'b [u8]> {
+        match i.cmp(&self.at) {
+            std::cmp::Ordering::Less => self.old_value(i),
+            std::cmp::Ordering::Equal => Ok(self.new),
+            std::cmp::Ordering::Greater => self.old_value(i - 1),
+        }
+    }
+
+    #[inline]
+    fn old_value(&self, i: usize) -> Result<&'b [u8]> {
+        match self.old {
+            Dups::Single(v) => Ok(v),
+            Dups::SubPage(sub) => sub.key(i),
+            Dups::SubDb(_) => unreachable!("a sub-DB takes values in place"),
+        }
+    }
+}
+
 /// Writes to a DUPSORT tree.
 pub struct DupTree<'a, S: PageStore> {
     /// The main tree of the DB (keys to value sets).
@@ -175,24 +250,21 @@ impl<S: PageStore> DupTree<'_, S> {
         }))
     }
 
-    /// Stores `values` (sorted, at least one) as `key`'s set: a plain node, a sub-page, or
-    /// a new sub-DB when the sub-page would not fit the node.
-    fn store_values(&mut self, key: &[u8], values: &[&[u8]]) -> Result<()> {
+    /// Stores `set` (at least two values) as `key`'s set: a sub-page packed tightly, or a
+    /// new sub-DB when that would not fit the node.
+    fn store_values(&mut self, key: &[u8], set: &GrownSet<'_>) -> Result<()> {
         let entries = self.tree.db.entries;
         let node_limit = node_max(self.tree.store.page_size());
         let any = PutMode {
             any_kind: true,
             ..PutMode::default()
         };
-        let sub_size = if self.is_fixed() {
-            PAGE_HEADER_SIZE + values.len() * values[0].len()
-        } else {
-            subpage_size(values)
-        };
-        if values.len() == 1 {
-            self.tree.put(key, values[0], any)?;
-        } else if NODE_HEADER_SIZE + key.len() + sub_size <= node_limit {
-            let sub = self.encode(values);
+        if NODE_HEADER_SIZE + key.len() + set.packed_size(self.is_fixed()) <= node_limit {
+            // Rare (a set only regroups when it outgrows its node): the values are listed.
+            let values = (0..set.len())
+                .map(|i| set.value(i))
+                .collect::<Result<Vec<_>>>()?;
+            let sub = self.encode(&values);
             self.tree.put(
                 key,
                 &sub,
@@ -202,14 +274,14 @@ impl<S: PageStore> DupTree<'_, S> {
                 },
             )?;
         } else {
-            let mut rec = self.new_sub_db(values[0].len());
-            for v in values {
+            let mut rec = self.new_sub_db(set.value(0)?.len());
+            for i in 0..set.len() {
                 TreeMut {
                     store: &mut *self.tree.store,
                     db: &mut rec,
                     cmp: self.dcmp,
                 }
-                .put(v, &[], PutMode::default())?;
+                .put(set.value(i)?, &[], PutMode::default())?;
             }
             self.tree.put(
                 key,
@@ -390,36 +462,43 @@ impl<S: PageStore> DupTree<'_, S> {
     }
 
     /// Stores `key`'s set, found at slot `idx` of `leaf`, with `value` added, anew
-    /// ([`DupTree::store_values`]: a sub-page packed tightly, or a sub-DB). The values are
-    /// copied out of the leaf once, into one buffer, before the tree changes.
-    fn regroup(&mut self, key: &[u8], value: &[u8], leaf: u64, idx: usize) -> Result<()> {
-        let (bytes, ends) = {
+    /// ([`DupTree::store_values`]: a sub-page packed tightly, or a sub-DB). The set is
+    /// copied out of the leaf once, into `scratch`, before the tree changes; nothing else
+    /// is allocated on the way to a sub-DB. Out of line: rare, and kept out of the put's
+    /// common paths.
+    #[inline(never)]
+    fn regroup(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        leaf: u64,
+        idx: usize,
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        scratch.clear();
+        let single = {
             let page = btree::view(&*self.tree.store, leaf)?;
             let node = page.node(idx)?;
             match dups_of(&node, leaf)? {
-                Dups::Single(v) => (v.to_vec(), vec![v.len()]),
+                Dups::Single(v) => {
+                    scratch.extend_from_slice(v);
+                    true
+                }
                 Dups::SubPage(sub) => {
-                    // Sized once: the sub-page's node area bounds the values' bytes.
-                    let mut bytes = Vec::with_capacity(sub.bytes().len());
-                    let mut ends = Vec::with_capacity(sub.num_keys());
-                    for i in 0..sub.num_keys() {
-                        bytes.extend_from_slice(sub.key(i)?);
-                        ends.push(bytes.len());
-                    }
-                    (bytes, ends)
+                    scratch.extend_from_slice(sub.bytes());
+                    false
                 }
                 Dups::SubDb(_) => unreachable!("a sub-DB takes values in place"),
             }
         };
-        let mut values: Vec<&[u8]> = Vec::with_capacity(ends.len() + 1);
-        let mut start = 0;
-        for &end in &ends {
-            values.push(&bytes[start..end]);
-            start = end;
-        }
-        let at = values.partition_point(|v| self.dcmp.compare(v, value).is_lt());
-        values.insert(at, value);
-        self.store_values(key, &values)
+        let old = if single {
+            Dups::Single(scratch)
+        } else {
+            // Parsed again from the copy: the same bytes `dups_of` accepted.
+            Dups::SubPage(PageView::parse(scratch, leaf)?)
+        };
+        let set = GrownSet::new(old, value, self.dcmp)?;
+        self.store_values(key, &set)
     }
 
     /// Adds `value` to `key`'s set. `no_overwrite`: fail if the key exists at all;
@@ -498,7 +577,7 @@ impl<S: PageStore> DupTree<'_, S> {
                 unreachable!("a sub-page is grown only when its key is found")
             }
             (PutPlan::Regroup, Some((idx, facts))) if facts.exact() => {
-                self.regroup(key, value, path.leaf(), idx)?;
+                self.regroup(key, value, path.leaf(), idx, sub)?;
             }
             (PutPlan::Regroup, _) => unreachable!("a set is regrouped only when its key is found"),
             (PutPlan::SubDb(mut rec), found) => {
@@ -703,4 +782,98 @@ const NO_DATA: NodeValue<'static> = NodeValue::Inline {
 enum OwnedDups {
     Values(Vec<Vec<u8>>),
     SubDb(DbRecord),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::memory::MemoryPages;
+
+    /// The size of the sub-page `encode_subpage` makes of the set.
+    fn packed(set: &GrownSet<'_>, fixed: Option<usize>) -> usize {
+        let values: Vec<&[u8]> = (0..set.len()).map(|i| set.value(i).unwrap()).collect();
+        encode_subpage(&values, fixed).len()
+    }
+
+    fn values(set: &GrownSet<'_>) -> Vec<u8> {
+        (0..set.len())
+            .flat_map(|i| set.value(i).unwrap().to_vec())
+            .collect()
+    }
+
+    /// A grown set lists the old values with the new one in its place: first, between
+    /// two, last; beside a single value and among a sub-page's.
+    #[test]
+    fn a_grown_set_holds_the_new_value_in_order() {
+        let cmp = KeyCmp::Lexicographic;
+        let sub = encode_subpage(&[b"b", b"d", b"f"], None);
+        let old = Dups::SubPage(PageView::parse(&sub, 0).unwrap());
+        for (new, all) in [
+            (b"a", "abdf"),
+            (b"c", "bcdf"),
+            (b"e", "bdef"),
+            (b"g", "bdfg"),
+        ] {
+            let set = GrownSet::new(old, new, cmp).unwrap();
+            assert_eq!(values(&set), all.as_bytes());
+            assert_eq!(set.packed_size(false), packed(&set, None));
+        }
+        for (new, all) in [(b"a", "am"), (b"z", "mz")] {
+            let set = GrownSet::new(Dups::Single(b"m"), new, cmp).unwrap();
+            assert_eq!(values(&set), all.as_bytes());
+            assert_eq!(set.packed_size(false), packed(&set, None));
+            assert_eq!(set.packed_size(true), packed(&set, Some(1)));
+        }
+        // Values of several sizes, and a DUPFIXED sub-page.
+        let sub = encode_subpage(&[b"bb", b"d", b"ffff"], None);
+        let old = Dups::SubPage(PageView::parse(&sub, 0).unwrap());
+        let set = GrownSet::new(old, b"ccc", cmp).unwrap();
+        assert_eq!(set.packed_size(false), packed(&set, None));
+        let sub = encode_subpage(&[b"bb", b"dd"], Some(2));
+        let old = Dups::SubPage(PageView::parse(&sub, 0).unwrap());
+        let set = GrownSet::new(old, b"cc", cmp).unwrap();
+        assert_eq!(values(&set), b"bbccdd");
+        assert_eq!(set.packed_size(true), packed(&set, Some(2)));
+    }
+
+    /// A set stored anew is a sub-page of its values in order when that fits the node,
+    /// else a sub-DB holding them all.
+    #[test]
+    fn a_set_stored_anew_is_a_sub_page_if_it_fits_else_a_sub_db() {
+        let cmp = KeyCmp::Lexicographic;
+        let mut pages = MemoryPages::new(4096);
+        let mut db = DbRecord::empty(crate::db_flags::DUP_SORT);
+        let mut scratch = Vec::new();
+        let mut dups = DupTree {
+            tree: TreeMut {
+                store: &mut pages,
+                db: &mut db,
+                cmp,
+            },
+            dcmp: cmp,
+            scratch: &mut scratch,
+        };
+        let small = GrownSet::new(Dups::Single(b"m"), b"a", cmp).unwrap();
+        dups.store_values(b"small", &small).unwrap();
+        match dups.load(b"small").unwrap() {
+            Some(OwnedDups::Values(v)) => assert_eq!(v, [b"a".to_vec(), b"m".to_vec()]),
+            _ => panic!("not a sub-page"),
+        }
+        // Five values of 500 bytes: more than a node holds.
+        let sub = encode_subpage(&[&[1; 500], &[3; 500], &[4; 500], &[5; 500]], None);
+        let old = Dups::SubPage(PageView::parse(&sub, 0).unwrap());
+        let large = GrownSet::new(old, &[2; 500], cmp).unwrap();
+        dups.store_values(b"large", &large).unwrap();
+        let Some(OwnedDups::SubDb(rec)) = dups.load(b"large").unwrap() else {
+            panic!("not a sub-DB");
+        };
+        let mut pos = Position::default();
+        let mut found = Vec::new();
+        let mut more = pos.first(&pages, &rec).unwrap();
+        while more {
+            found.push(pos.current(&pages).unwrap().0[0]);
+            more = pos.next(&pages, &rec).unwrap();
+        }
+        assert_eq!(found, [1, 2, 3, 4, 5]);
+    }
 }

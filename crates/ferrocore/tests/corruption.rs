@@ -651,8 +651,10 @@ fn free_records(dir: &Path) -> Vec<u64> {
 /// its pages out of order is reported as corruption, and none of its pages is handed out.
 #[test]
 fn free_list_records_that_cannot_be_free_pages_are_corrupted() {
-    // Each damage: which page number of the record (by index) becomes what.
-    let damages: [(&str, fn(usize, u64) -> (usize, u64)); 3] = [
+    // Each damage: from the record's count and the file's length in pages, which page
+    // number of the record (by index) becomes what (0: one above the first).
+    type Damage = fn(usize, u64) -> (usize, u64);
+    let damages: [(&str, Damage); 3] = [
         ("past the end", |_, end| (0, end + 5)),
         ("a meta page", |n, _| (n - 1, 1)),
         ("out of order", |n, _| (n / 2, 0)),

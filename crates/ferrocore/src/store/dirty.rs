@@ -46,6 +46,9 @@ pub struct SpareBuffers {
     pub(super) pool_scratch: PoolScratch,
     /// The list of consumed free-DB keys, emptied.
     pub(super) consumed: Vec<u64>,
+    /// A byte buffer of the txn's own (a DUPSORT put builds sub-pages in it), kept with
+    /// the store's: the txn takes it at its start and gives it back at its end.
+    pub txn_scratch: Vec<u8>,
 }
 
 /// The buffers a txn takes free-DB records into its pool with, kept from txn to txn.
@@ -152,6 +155,7 @@ impl<'e> DirtyPages<'e> {
             runs: spare_runs,
             pool_scratch,
             consumed,
+            txn_scratch: _,
         } = spare;
         let mut reclaim = reclaim;
         debug_assert!(reclaim.consumed.is_empty() && consumed.is_empty());
@@ -277,6 +281,7 @@ impl<'e> DirtyPages<'e> {
                 consumed.clear();
                 consumed
             },
+            txn_scratch: Vec::new(),
         }
     }
 
@@ -496,7 +501,7 @@ impl PageStore for DirtyPages<'_> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     // The one `unsafe` outside `io`, `lock` and `env`: under WRITE_MAP the write txn's page
     // is a slice of the map, and only this store knows which pages nothing else reaches.
     #[allow(unsafe_code)]

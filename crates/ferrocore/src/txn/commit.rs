@@ -101,14 +101,20 @@ impl WriteTxn<'_> {
     }
 
     pub(super) fn commit_inner(&mut self) -> Result<()> {
-        // Named DBs this txn changed: their records go into the main DB.
-        let mut changed: Vec<(u32, DbRecord)> = self
-            .named
-            .iter()
-            .filter(|(_, n)| n.dirty)
-            .map(|(dbi, n)| (dbi, n.record))
-            .collect();
-        changed.sort_unstable_by_key(|&(dbi, _)| dbi);
+        // Named DBs this txn changed: their records go into the main DB. Counted first: no
+        // allocation without any, one with.
+        let mut changed = Vec::new();
+        let dirty_named = self.named.values().filter(|n| n.dirty).count();
+        if dirty_named > 0 {
+            changed.reserve_exact(dirty_named);
+            changed.extend(
+                self.named
+                    .iter()
+                    .filter(|(_, n)| n.dirty)
+                    .map(|(dbi, n)| (dbi, n.record)),
+            );
+            changed.sort_unstable_by_key(|&(dbi, _)| dbi);
+        }
         let main_cmp = main_orders(self.env, &self.main_db)?.key;
         assert!(
             one_state_per_name(&self.named),
@@ -459,7 +465,12 @@ pub(crate) fn write_and_flush_meta(env: &EnvInner, meta: &Meta, force: bool) -> 
 /// True if no two of a txn's named-DB states name the same DB (the states move between
 /// handle numbers, see `WriteTxn::adopt_named`, but a DB has one).
 fn one_state_per_name(named: &DbiMap<NamedDb>) -> bool {
-    let mut names: Vec<&[u8]> = named.values().map(|n| &n.name[..]).collect();
+    let count = named.values().count();
+    if count < 2 {
+        return true;
+    }
+    let mut names = Vec::with_capacity(count);
+    names.extend(named.values().map(|n| &n.name[..]));
     names.sort_unstable();
     names.windows(2).all(|w| w[0] != w[1])
 }

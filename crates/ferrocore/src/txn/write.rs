@@ -174,6 +174,7 @@ impl<'env> WriteTxn<'env> {
                 .map_err(|_| Error::Panic("spare pages lock"))?,
         );
         spare.checked.begin(&base);
+        let dup_scratch = std::mem::take(&mut spare.txn_scratch);
         // Under WRITE_MAP the txn's pages are built in the map, within the file.
         let mapped = match super::commit::mapped_writes(env) {
             Ok(mapped) => mapped,
@@ -220,7 +221,7 @@ impl<'env> WriteTxn<'env> {
             drops: Vec::new(),
             handles: HandleScope::new(env, false),
             opened_handles: Vec::new(),
-            dup_scratch: Vec::new(),
+            dup_scratch,
             shrink,
             new_metas_unflushed,
             main_append_hint: None,
@@ -945,7 +946,13 @@ impl<'env> WriteTxn<'env> {
 
 impl Drop for WriteTxn<'_> {
     fn drop(&mut self) {
-        let spare = self.pages.take_spare();
+        let mut spare = self.pages.take_spare();
+        // The DUPSORT scratch goes to the next txn too, unless a huge set grew it.
+        let mut scratch = std::mem::take(&mut self.dup_scratch);
+        if scratch.capacity() <= 1 << 16 {
+            scratch.clear();
+            spare.txn_scratch = scratch;
+        }
         if let Ok(mut s) = self.env.spare_pages.lock() {
             *s = spare;
         }
