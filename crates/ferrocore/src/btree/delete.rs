@@ -238,6 +238,9 @@ impl<S: PageStore> TreeMut<'_, S> {
         let parent = path.pgno[level - 1];
         let pidx = path.idx[level - 1] as usize;
         let branch = view(&*self.store, pgno)?.is_branch();
+        if sib_right && !branch {
+            return self.even_out_from_right(path, level, sib, nodes, new_sep);
+        }
         moved.reset_like(&view(&*self.store, sib)?);
         if sib_right {
             let ridx = pidx + 1;
@@ -283,6 +286,64 @@ impl<S: PageStore> TreeMut<'_, S> {
             debug_assert_ordered(&*self.store, pgno, self.cmp, Some(moved_key), None);
             self.replace_separator(path, level - 1, pidx, moved_key)
         }
+    }
+
+    /// [`TreeMut::move_node`] for a leaf and its right sibling `sib`: moves as many of the
+    /// sibling's first nodes as even out the two pages' bytes (at least one; the sibling
+    /// keeps one or more), with one new separator. Moving one node, as LMDB does, a queue
+    /// deleted at its left end (the free DB, whose oldest records go first) borrowed a node
+    /// at every delete once its first leaf ran low: a copy of the sibling and a separator
+    /// rewritten per commit.
+    fn even_out_from_right(
+        &mut self,
+        path: &mut Path,
+        level: usize,
+        sib: u64,
+        nodes: &mut Nodes,
+        new_sep: &mut Vec<u8>,
+    ) -> Result<()> {
+        let pgno = path.pgno[level];
+        let ridx = path.idx[level - 1] as usize + 1;
+        let mut ours = {
+            let page = view(&*self.store, pgno)?;
+            page.bytes().len() - PAGE_HEADER_SIZE - page.free_space()
+        };
+        let sib_flags = {
+            let s = view(&*self.store, sib)?;
+            nodes.refill(&s)?;
+            s.flags()
+        };
+        let mut theirs: usize = (0..nodes.len()).map(|i| nodes.size(i)).sum();
+        let mut count = 0;
+        while count + 1 < nodes.len() {
+            let size = nodes.size(count);
+            if count > 0 && ours + size > theirs - size {
+                break;
+            }
+            ours += size;
+            theirs -= size;
+            count += 1;
+        }
+        debug_assert!(count >= 1 && count < nodes.len());
+        let page = self.store.dirty_mut(pgno);
+        let ok = if nodes.fixed != 0 {
+            // LEAF2: one key at a time (`append_raws` is for pages with nodes).
+            (0..count).all(|i| edit::append_raw(page, nodes.raw(i)))
+        } else {
+            edit::append_raws(page, (0..count).map(|i| nodes.raw(i)))
+        };
+        assert!(ok, "an underfull leaf takes no more than its sibling keeps");
+        nodes.write_page(
+            self.store.dirty_mut(sib),
+            sib,
+            sib_flags,
+            count..nodes.len(),
+        );
+        new_sep.clear();
+        new_sep.extend_from_slice(nodes.key(count));
+        debug_assert_ordered(&*self.store, pgno, self.cmp, None, Some(new_sep));
+        debug_assert_ordered(&*self.store, sib, self.cmp, Some(new_sep), None);
+        self.replace_separator(path, level - 1, ridx, new_sep)
     }
 
     /// Replaces the key of branch node `idx` of the page at `level` of `path`.
