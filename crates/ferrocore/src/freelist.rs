@@ -11,7 +11,7 @@
 //! free DB at commit, where the txn's own frees are written as record `W` (its txnid).
 
 use crate::btree::Position;
-use crate::btree::TreeMut;
+use crate::btree::{PutMode, TreeMut};
 use crate::error::{Error, Result};
 use crate::format::idl::{decode_idl, decode_idl_into, encode_idl_into};
 use crate::format::meta::DbRecord;
@@ -448,7 +448,25 @@ fn settle(
                 db: &mut *free_db,
                 cmp: KeyCmp::Integer,
             };
-            tree.put(&record.key.to_le_bytes(), value, Default::default())?;
+            let key = record.key.to_le_bytes();
+            if record.key == txnid && old.is_none() {
+                // The txn's own record, new: its key (the txn's id) sorts after every
+                // record (they are keyed by committed txns, or by keys below those), so it
+                // goes down the right edge with one comparison, as an APPEND put.
+                let append = PutMode {
+                    append: true,
+                    ..PutMode::default()
+                };
+                match tree.put(&key, value, append) {
+                    Err(Error::KeyExist) => {
+                        debug_assert!(false, "free-DB record {txnid} exists before its txn");
+                        tree.put(&key, value, PutMode::default())?;
+                    }
+                    r => r?,
+                }
+            } else {
+                tree.put(&key, value, PutMode::default())?;
+            }
         }
         if pages.free_list_edits() == edits && !settled && all_exact(lens, planned) {
             // Settled, every record of its exact length: the round after the next would
