@@ -320,9 +320,11 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
         db: &mut *free_db,
         cmp: KeyCmp::Integer,
     };
-    tree.touch_to(&txnid.to_le_bytes())?;
+    // The txn's own record goes after every other (its key, the txn's id, is the
+    // highest), the pool's under keys below every record left: the right and left edges.
+    tree.touch_edge(true)?;
     if !tree.store.free.pool.is_empty() && max_consumed > 0 {
-        tree.touch_to(&1u64.to_le_bytes())?;
+        tree.touch_edge(false)?;
     }
     SCRATCH.with_borrow_mut(|scratch| {
         let r = settle(pages, free_db, txnid, max_consumed, scratch);

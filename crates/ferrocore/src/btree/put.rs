@@ -13,7 +13,7 @@ use crate::order::{cmp_lexicographic, KeyCmp};
 use crate::store::PageStore;
 
 use super::nodes::{choose_split, Nodes, SPLIT_SCRATCH};
-use super::search::{descend, search, search_leaf, Descend};
+use super::search::{descend, descend_edge, search_leaf, Descend};
 use super::{debug_assert_ordered, view, Path, MAX_DEPTH};
 
 /// How `put` treats an existing key and key order.
@@ -108,14 +108,16 @@ impl<S: PageStore> TreeMut<'_, S> {
         self.store.page_size()
     }
 
-    /// Makes the pages on the way to `key` writable now (copy-on-write), so that a later
-    /// put of `key` allocates nothing unless it splits. Nothing to do in an empty tree.
-    pub fn touch_to(&mut self, key: &[u8]) -> Result<()> {
+    /// Makes the pages along the tree's right edge (`last`) or left edge writable now
+    /// (copy-on-write), so that a later put of a key past the last one or before the first
+    /// allocates nothing unless it splits. No key is compared; nothing to do in an empty
+    /// tree.
+    pub fn touch_edge(&mut self, last: bool) -> Result<()> {
         if self.db.root == P_INVALID {
             return Ok(());
         }
         let mut path = Path::default();
-        search(&*self.store, self.db, self.cmp, key, &mut path)?;
+        descend_edge(&*self.store, self.db, &mut path, 0, self.db.root, last)?;
         self.touch_path(&mut path)
     }
 
