@@ -143,24 +143,47 @@ pub unsafe extern "C" fn mdb_cursor_get(
     op: c_uint,
 ) -> c_int {
     if op == CursorOp::Next as c_uint {
-        // A scan's step along its leaf: no call, no panic guard (`next_in_scan` never
-        // panics), so that it saves few registers.
+        // A scan's step along its leaf: no call, so that it saves few registers.
         // SAFETY: the caller's contract.
         if let Some(c) = unsafe { open_cursor(cursor) } {
-            // SAFETY: an open cursor's txn handle (module doc), not in use by another call.
-            let r = unsafe { active_read_txn(c.txn) };
-            if let Some(item) = r.and_then(|r| c.cursor.next_in_scan(r)) {
-                // SAFETY: the caller's contract: `key` and `data` are null or writable.
-                unsafe {
-                    set_val(key, item.0);
-                    set_val(data, item.1);
-                }
-                return MDB_SUCCESS;
+            // SAFETY: the caller's contract: an open cursor; `key` and `data` null or
+            // writable.
+            if let Some(rc) = unsafe { next_unguarded(c, key, data, true) } {
+                return rc;
             }
         }
     }
     // SAFETY: the caller's contract.
     unsafe { cursor_get_any(cursor, key, data, op) }
+}
+
+/// A read cursor's `MDB_NEXT` outside the panic guard (neither step panics): along its
+/// leaf scan only (`in_scan`: no call), or any of `next_plain`'s steps. `None` if the step
+/// is not one of those (the general path takes it).
+///
+/// # Safety
+/// `c` is an open cursor handle, not in use by another call; `key` and `data` are null or
+/// writable `MDB_val`s.
+#[inline(always)]
+unsafe fn next_unguarded(
+    c: &mut MDB_cursor,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+    in_scan: bool,
+) -> Option<c_int> {
+    // SAFETY: an open cursor's txn handle (module doc), not in use by another call.
+    let r = unsafe { active_read_txn(c.txn) }?;
+    let item = if in_scan {
+        c.cursor.next_in_scan(r)
+    } else {
+        c.cursor.next_plain(r)
+    }?;
+    // SAFETY: the caller's contract: `key` and `data` are null or writable.
+    unsafe {
+        set_val(key, item.0);
+        set_val(data, item.1);
+    }
+    Some(MDB_SUCCESS)
 }
 
 /// [`mdb_cursor_get`] but for a step along a leaf scan. Out of line, so that the step
@@ -180,15 +203,10 @@ unsafe fn cursor_get_any(
         return libc::EINVAL;
     };
     if op == CursorOp::Next as c_uint {
-        // The other steps of a scan, outside the panic guard: `next_plain` never panics.
-        // SAFETY: an open cursor's txn handle (module doc), not in use by another call.
-        if let Some(item) = unsafe { active_read_txn(c.txn) }.and_then(|r| c.cursor.next_plain(r)) {
-            // SAFETY: the caller's contract: `key` and `data` are null or writable.
-            unsafe {
-                set_val(key, item.0);
-                set_val(data, item.1);
-            }
-            return MDB_SUCCESS;
+        // The other steps of a scan.
+        // SAFETY: the caller's contract, `c` open (checked above).
+        if let Some(rc) = unsafe { next_unguarded(c, key, data, false) } {
+            return rc;
         }
     }
     // SAFETY: the caller's contract.
