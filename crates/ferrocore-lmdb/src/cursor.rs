@@ -142,35 +142,34 @@ pub unsafe extern "C" fn mdb_cursor_get(
     data: *mut MDB_val,
     op: c_uint,
 ) -> c_int {
-    if op == CursorOp::Next as c_uint {
-        // A scan's step along its leaf: no call, so that it saves few registers.
-        // SAFETY: the caller's contract.
-        if let Some(c) = unsafe { open_cursor(cursor) } {
-            // SAFETY: the caller's contract: an open cursor; `key` and `data` null or
-            // writable.
-            if let Some(rc) = unsafe { next_unguarded(c, key, data, true) } {
-                return rc;
-            }
-        }
+    // A scan's step along its leaf: no call, so that it saves few registers.
+    // SAFETY: the caller's contract.
+    if let Some(rc) = unsafe { next_unguarded(cursor, key, data, op, true) } {
+        return rc;
     }
     // SAFETY: the caller's contract.
     unsafe { cursor_get_any(cursor, key, data, op) }
 }
 
-/// A read cursor's `MDB_NEXT` outside the panic guard (neither step panics): along its
-/// leaf scan only (`in_scan`: no call), or any of `next_plain`'s steps. `None` if the step
-/// is not one of those (the general path takes it).
+/// `op` if it is a read cursor's `MDB_NEXT` that can run outside the panic guard (neither
+/// step panics): along its leaf scan only (`in_scan`: no call), or any of `next_plain`'s
+/// steps. `None` for anything else, a closed cursor included (the general path takes it).
 ///
 /// # Safety
-/// `c` is an open cursor handle, not in use by another call; `key` and `data` are null or
-/// writable `MDB_val`s.
+/// As for [`mdb_cursor_get`].
 #[inline(always)]
 unsafe fn next_unguarded(
-    c: &mut MDB_cursor,
+    cursor: *mut MDB_cursor,
     key: *mut MDB_val,
     data: *mut MDB_val,
+    op: c_uint,
     in_scan: bool,
 ) -> Option<c_int> {
+    if op != CursorOp::Next as c_uint {
+        return None;
+    }
+    // SAFETY: the caller's contract.
+    let c = unsafe { open_cursor(cursor) }?;
     // SAFETY: an open cursor's txn handle (module doc), not in use by another call.
     let r = unsafe { active_read_txn(c.txn) }?;
     let item = if in_scan {
@@ -198,17 +197,15 @@ unsafe fn cursor_get_any(
     data: *mut MDB_val,
     op: c_uint,
 ) -> c_int {
+    // The other steps of a scan.
+    // SAFETY: the caller's contract.
+    if let Some(rc) = unsafe { next_unguarded(cursor, key, data, op, false) } {
+        return rc;
+    }
     // SAFETY: the caller's contract.
     let Some(c) = (unsafe { open_cursor(cursor) }) else {
         return libc::EINVAL;
     };
-    if op == CursorOp::Next as c_uint {
-        // The other steps of a scan.
-        // SAFETY: the caller's contract, `c` open (checked above).
-        if let Some(rc) = unsafe { next_unguarded(c, key, data, false) } {
-            return rc;
-        }
-    }
     // SAFETY: the caller's contract.
     unsafe { cursor_get(c, key, data, op) }
 }

@@ -130,10 +130,18 @@ pub fn first_value<'s, S: PageSource + ?Sized>(
     }
 }
 
-/// A key's set of values (one, or a sub-page's) with one more value inserted in order,
-/// read in place: what a set that outgrows its node is stored anew from.
+/// The values of a set that outgrows its node: one, or a sub-page's (a sub-DB takes values
+/// in place and never regroups).
+#[derive(Clone, Copy)]
+enum OldValues<'b> {
+    One(&'b [u8]),
+    SubPage(PageView<'b>),
+}
+
+/// A key's set of values with one more value inserted in order, read in place: what a
+/// set that outgrows its node is stored anew from.
 struct GrownSet<'b> {
-    old: Dups<'b>,
+    old: OldValues<'b>,
     /// The number of old values.
     old_len: usize,
     new: &'b [u8],
@@ -142,12 +150,11 @@ struct GrownSet<'b> {
 }
 
 impl<'b> GrownSet<'b> {
-    /// `old` (`Single` or `SubPage`) with `new`, which it does not hold, in `dcmp`'s order.
-    fn new(old: Dups<'b>, new: &'b [u8], dcmp: KeyCmp) -> Result<Self> {
+    /// `old` with `new`, which it does not hold, in `dcmp`'s order.
+    fn new(old: OldValues<'b>, new: &'b [u8], dcmp: KeyCmp) -> Result<Self> {
         let old_len = match old {
-            Dups::Single(_) => 1,
-            Dups::SubPage(sub) => sub.num_keys(),
-            Dups::SubDb(_) => unreachable!("a sub-DB takes values in place"),
+            OldValues::One(_) => 1,
+            OldValues::SubPage(sub) => sub.num_keys(),
         };
         let mut set = GrownSet {
             old,
@@ -179,9 +186,10 @@ impl<'b> GrownSet<'b> {
         let node = |v: &[u8]| 2 + even(NODE_HEADER_SIZE + v.len());
         match (self.old, fixed) {
             (_, true) => PAGE_HEADER_SIZE + self.len() * self.new.len(),
-            (Dups::Single(v), false) => PAGE_HEADER_SIZE + node(v) + node(self.new),
-            (Dups::SubPage(sub), false) => sub.bytes().len() - sub.free_space() + node(self.new),
-            (Dups::SubDb(_), false) => unreachable!("a sub-DB takes values in place"),
+            (OldValues::One(v), false) => PAGE_HEADER_SIZE + node(v) + node(self.new),
+            (OldValues::SubPage(sub), false) => {
+                sub.bytes().len() - sub.free_space() + node(self.new)
+            }
         }
     }
 
@@ -198,9 +206,8 @@ impl<'b> GrownSet<'b> {
     #[inline]
     fn old_value(&self, i: usize) -> Result<&'b [u8]> {
         match self.old {
-            Dups::Single(v) => Ok(v),
-            Dups::SubPage(sub) => sub.key(i),
-            Dups::SubDb(_) => unreachable!("a sub-DB takes values in place"),
+            OldValues::One(v) => Ok(v),
+            OldValues::SubPage(sub) => sub.key(i),
         }
     }
 }
@@ -492,10 +499,10 @@ impl<S: PageStore> DupTree<'_, S> {
             }
         };
         let old = if single {
-            Dups::Single(scratch)
+            OldValues::One(scratch)
         } else {
             // Parsed again from the copy: the same bytes `dups_of` accepted.
-            Dups::SubPage(PageView::parse(scratch, leaf)?)
+            OldValues::SubPage(PageView::parse(scratch, leaf)?)
         };
         let set = GrownSet::new(old, value, self.dcmp)?;
         self.store_values(key, &set)
@@ -807,7 +814,7 @@ mod tests {
     fn a_grown_set_holds_the_new_value_in_order() {
         let cmp = KeyCmp::Lexicographic;
         let sub = encode_subpage(&[b"b", b"d", b"f"], None);
-        let old = Dups::SubPage(PageView::parse(&sub, 0).unwrap());
+        let old = OldValues::SubPage(PageView::parse(&sub, 0).unwrap());
         for (new, all) in [
             (b"a", "abdf"),
             (b"c", "bcdf"),
@@ -819,18 +826,18 @@ mod tests {
             assert_eq!(set.packed_size(false), packed(&set, None));
         }
         for (new, all) in [(b"a", "am"), (b"z", "mz")] {
-            let set = GrownSet::new(Dups::Single(b"m"), new, cmp).unwrap();
+            let set = GrownSet::new(OldValues::One(b"m"), new, cmp).unwrap();
             assert_eq!(values(&set), all.as_bytes());
             assert_eq!(set.packed_size(false), packed(&set, None));
             assert_eq!(set.packed_size(true), packed(&set, Some(1)));
         }
         // Values of several sizes, and a DUPFIXED sub-page.
         let sub = encode_subpage(&[b"bb", b"d", b"ffff"], None);
-        let old = Dups::SubPage(PageView::parse(&sub, 0).unwrap());
+        let old = OldValues::SubPage(PageView::parse(&sub, 0).unwrap());
         let set = GrownSet::new(old, b"ccc", cmp).unwrap();
         assert_eq!(set.packed_size(false), packed(&set, None));
         let sub = encode_subpage(&[b"bb", b"dd"], Some(2));
-        let old = Dups::SubPage(PageView::parse(&sub, 0).unwrap());
+        let old = OldValues::SubPage(PageView::parse(&sub, 0).unwrap());
         let set = GrownSet::new(old, b"cc", cmp).unwrap();
         assert_eq!(values(&set), b"bbccdd");
         assert_eq!(set.packed_size(true), packed(&set, Some(2)));
@@ -853,7 +860,7 @@ mod tests {
             dcmp: cmp,
             scratch: &mut scratch,
         };
-        let small = GrownSet::new(Dups::Single(b"m"), b"a", cmp).unwrap();
+        let small = GrownSet::new(OldValues::One(b"m"), b"a", cmp).unwrap();
         dups.store_values(b"small", &small).unwrap();
         match dups.load(b"small").unwrap() {
             Some(OwnedDups::Values(v)) => assert_eq!(v, [b"a".to_vec(), b"m".to_vec()]),
@@ -861,7 +868,7 @@ mod tests {
         }
         // Five values of 500 bytes: more than a node holds.
         let sub = encode_subpage(&[&[1; 500], &[3; 500], &[4; 500], &[5; 500]], None);
-        let old = Dups::SubPage(PageView::parse(&sub, 0).unwrap());
+        let old = OldValues::SubPage(PageView::parse(&sub, 0).unwrap());
         let large = GrownSet::new(old, &[2; 500], cmp).unwrap();
         dups.store_values(b"large", &large).unwrap();
         let Some(OwnedDups::SubDb(rec)) = dups.load(b"large").unwrap() else {

@@ -382,8 +382,8 @@ impl<'e> DirtyPages<'e> {
     /// first and last are the ones to check against the file.
     pub fn take_record(&mut self, key: u64, pages: &[u64], in_order: bool) -> Result<()> {
         debug_assert!(pages.windows(2).all(|w| w[0] > w[1]), "record out of order");
-        let ends = pages.first().into_iter().chain(pages.last());
-        if let Some(&bad) = ends.into_iter().find(|&&p| p < 2 || p >= self.snapshot_end) {
+        let mut ends = pages.first().into_iter().chain(pages.last());
+        if let Some(&bad) = ends.find(|&&p| p < 2 || p >= self.snapshot_end) {
             return Err(Error::corrupted(
                 bad,
                 "free-list record names a page outside the file",
