@@ -183,14 +183,26 @@ pub fn take_tail_records(pages: &mut DirtyPages<'_>, txnid: u64) -> Result<()> {
 
 /// The length a free-DB record of `needed` bytes is first written with: room for the few
 /// pages the next saving round adds, so later rounds rewrite it in place. Whole page
-/// numbers, as LMDB's own records. A large (overflow) record fills the run its exact size
-/// needs, so that giving the slack back at the end frees no page.
+/// numbers, as LMDB's own records. A record that fits in its leaf stays there (the slack
+/// never pushes it onto an overflow page, which would cost a page and its copy on every
+/// write); a large (overflow) record fills the run its exact size needs, so that giving
+/// the slack back at the end frees no page.
 fn slack_len(needed: usize, page_size: usize) -> usize {
-    if needed < page_size / 4 {
-        return (needed + needed / 8 + 64).next_multiple_of(8);
+    let inline_max = max_inline_record(page_size);
+    if needed <= inline_max {
+        return (needed + needed / 8 + 64)
+            .next_multiple_of(8)
+            .min(inline_max);
     }
     let pages = overflow_pages(page_size, needed);
     (pages * page_size - crate::format::page::PAGE_HEADER_SIZE) / 8 * 8
+}
+
+/// The longest free-DB record (whole page numbers) stored in its leaf: its node (header,
+/// 8-byte key, value) is at most [`node_max`](crate::format::page::node_max).
+fn max_inline_record(page_size: usize) -> usize {
+    let room = crate::format::page::node_max(page_size) - crate::format::page::NODE_HEADER_SIZE - 8;
+    room / 8 * 8
 }
 
 /// The most page numbers a record of the pool is written back with: a page's worth, as
