@@ -507,3 +507,32 @@ fn exact_len(planned: &[PlannedRecord], key: u64) -> usize {
         .find(|r| r.key == key)
         .map_or(0, |r| 8 * (r.pages.len() + 1))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::page::{node_max, NODE_HEADER_SIZE};
+
+    /// A record's first length: never shorter than it needs, whole page numbers, in its
+    /// leaf whenever its exact length fits there, else filling its overflow run.
+    #[test]
+    fn slack_keeps_leaf_records_in_the_leaf_and_fills_overflow_runs() {
+        for page_size in [4096, 8192, 16384] {
+            let fits_leaf = |len: usize| NODE_HEADER_SIZE + 8 + len <= node_max(page_size);
+            for count in 0..3 * page_size / 8 {
+                let needed = 8 * (count + 1);
+                let len = slack_len(needed, page_size);
+                assert!(len >= needed && len.is_multiple_of(8), "{page_size} {needed}: {len}");
+                if fits_leaf(needed) {
+                    assert!(fits_leaf(len), "{page_size} {needed}: {len} leaves the leaf");
+                } else {
+                    let run = overflow_pages(page_size, needed);
+                    assert_eq!(overflow_pages(page_size, len), run, "{page_size} {needed}");
+                    assert!(len + 8 > run * page_size - crate::format::page::PAGE_HEADER_SIZE);
+                }
+            }
+            // Room for a few more pages where there is some.
+            assert!(slack_len(80, page_size) > 80);
+        }
+    }
+}
