@@ -46,9 +46,23 @@ pub struct SpareBuffers {
     pub(super) pool_scratch: PoolScratch,
     /// The list of consumed free-DB keys, emptied.
     pub(super) consumed: Vec<u64>,
+    /// The commit's list of dirty pages in write order, emptied.
+    pub(super) write_order: WriteOrder<'static>,
     /// A byte buffer of the txn's own (a DUPSORT put builds sub-pages in it), kept with
     /// the store's: the txn takes it at its start and gives it back at its end.
     pub txn_scratch: Vec<u8>,
+}
+
+/// The dirty pages in the order the commit writes them: page number and bytes, by page
+/// number.
+pub type WriteOrder<'p> = Vec<(u64, &'p [u8])>;
+
+/// Empties `order` and gives its allocation to a list of another lifetime (the commit's
+/// list is kept from txn to txn; no entry outlives the txn's pages).
+pub fn recycle_order<'a, 'b>(mut order: WriteOrder<'a>) -> WriteOrder<'b> {
+    order.clear();
+    // An empty vector's buffer collected in place (same layout): nothing is mapped.
+    order.into_iter().map(|(pgno, _)| (pgno, &[][..])).collect()
 }
 
 /// The buffers a txn takes free-DB records into its pool with, kept from txn to txn.
@@ -116,6 +130,8 @@ pub struct DirtyPages<'e> {
     pub(super) checked: CheckedPages,
     /// Buffers for taking free-DB records into the pool.
     pool_scratch: PoolScratch,
+    /// The buffer of [`DirtyPages::sorted_dirty`], empty between commits.
+    write_order: WriteOrder<'static>,
     /// Bumped by every change to the free-page lists (`free`): see
     /// [`DirtyPages::free_list_edits`].
     pub(super) free_edits: u64,
@@ -155,6 +171,7 @@ impl<'e> DirtyPages<'e> {
             runs: spare_runs,
             pool_scratch,
             consumed,
+            write_order,
             txn_scratch: _,
         } = spare;
         let mut reclaim = reclaim;
@@ -178,6 +195,7 @@ impl<'e> DirtyPages<'e> {
             early: EarlyWrites::default(),
             checked,
             pool_scratch,
+            write_order,
             free_edits: 0,
             mapped_hot: AtomicU64::new(NO_PAGE),
         }
@@ -189,15 +207,20 @@ impl<'e> DirtyPages<'e> {
     }
 
     /// The dirty pages sorted by page number, for the commit's write-out (under
-    /// `WRITE_MAP`, slices of the map: the pages are in place already).
-    pub fn sorted_dirty(&self) -> Vec<(u64, &[u8])> {
-        let mut v: Vec<(u64, &[u8])> = self
-            .dirty
-            .iter()
-            .map(|(&p, b)| (p, self.dirty_bytes(p, b)))
-            .collect();
-        v.sort_unstable_by_key(|&(p, _)| p);
-        v
+    /// `WRITE_MAP`, slices of the map: the pages are in place already). Give the list back
+    /// with [`DirtyPages::keep_write_order`] once written, for the next commit to reuse.
+    pub fn sorted_dirty(&mut self) -> WriteOrder<'_> {
+        let mut order = recycle_order(std::mem::take(&mut self.write_order));
+        order.extend(self.dirty.iter().map(|(&p, b)| (p, self.dirty_bytes(p, b))));
+        order.sort_unstable_by_key(|&(p, _)| p);
+        order
+    }
+
+    /// Keeps the allocation of a list [`DirtyPages::sorted_dirty`] gave, emptied with
+    /// [`recycle_order`].
+    pub fn keep_write_order(&mut self, order: WriteOrder<'static>) {
+        debug_assert!(order.is_empty());
+        self.write_order = order;
     }
 
     /// How many times the free-page lists ([`DirtyPages::free`]) changed in this txn: equal
@@ -281,6 +304,7 @@ impl<'e> DirtyPages<'e> {
                 consumed.clear();
                 consumed
             },
+            write_order: std::mem::take(&mut self.write_order),
             txn_scratch: Vec::new(),
         }
     }

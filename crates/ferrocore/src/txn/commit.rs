@@ -47,7 +47,7 @@ use crate::format::meta::{DbRecord, Meta, META_WRITE_SIZE};
 use crate::freelist;
 use crate::io::SyncedWriteError;
 use crate::shared::EnvInner;
-use crate::store::{mapped_file_len, MappedWrites};
+use crate::store::{mapped_file_len, recycle_order, MappedWrites};
 
 use super::*;
 
@@ -151,8 +151,8 @@ impl WriteTxn<'_> {
             env.file_len
                 .store(pages * env.page_size as u64, Ordering::Release);
         }
-        let dirty = self.pages.sorted_dirty();
         let in_map = self.pages.writes_through_map();
+        let dirty = self.pages.sorted_dirty();
         let needed = next_pgno * env.page_size as u64;
         let file_len = env.file_len.load(Ordering::Acquire);
         // Step 1 is the data write itself when that writes the last page the meta counts:
@@ -168,8 +168,10 @@ impl WriteTxn<'_> {
         if !write_grows {
             grow_file(env, next_pgno)?;
         }
-        write_data(env, &dirty, in_map)?;
-        drop(dirty);
+        let written = write_data(env, &dirty, in_map);
+        let emptied = recycle_order(dirty);
+        self.pages.keep_write_order(emptied);
+        written?;
         if write_grows {
             env.file_len.store(file_len.max(needed), Ordering::Release);
         }
