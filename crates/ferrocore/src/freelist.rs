@@ -522,9 +522,15 @@ mod tests {
             for count in 0..3 * page_size / 8 {
                 let needed = 8 * (count + 1);
                 let len = slack_len(needed, page_size);
-                assert!(len >= needed && len.is_multiple_of(8), "{page_size} {needed}: {len}");
+                assert!(
+                    len >= needed && len.is_multiple_of(8),
+                    "{page_size} {needed}: {len}"
+                );
                 if fits_leaf(needed) {
-                    assert!(fits_leaf(len), "{page_size} {needed}: {len} leaves the leaf");
+                    assert!(
+                        fits_leaf(len),
+                        "{page_size} {needed}: {len} leaves the leaf"
+                    );
                 } else {
                     let run = overflow_pages(page_size, needed);
                     assert_eq!(overflow_pages(page_size, len), run, "{page_size} {needed}");

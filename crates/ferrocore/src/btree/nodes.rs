@@ -112,12 +112,13 @@ impl Nodes {
 
     /// Replaces node `i`'s key (branch nodes only: the data field is empty).
     pub(super) fn set_branch_key(&mut self, i: usize, key: &[u8]) {
-        let mut raw = self.raw(i)[..NODE_HEADER_SIZE].to_vec();
-        crate::format::page::write_u16(&mut raw, 6, key.len() as u16);
-        raw.extend_from_slice(key);
+        let mut header = [0u8; NODE_HEADER_SIZE];
+        header.copy_from_slice(&self.raw(i)[..NODE_HEADER_SIZE]);
+        crate::format::page::write_u16(&mut header, 6, key.len() as u16);
         let start = self.bytes.len();
-        self.bytes.extend_from_slice(&raw);
-        self.spans[i] = (start, raw.len());
+        self.bytes.extend_from_slice(&header);
+        self.bytes.extend_from_slice(key);
+        self.spans[i] = (start, NODE_HEADER_SIZE + key.len());
     }
 
     /// Writes nodes `range` into `page` as a fresh page.

@@ -101,28 +101,14 @@ impl WriteTxn<'_> {
     }
 
     pub(super) fn commit_inner(&mut self) -> Result<()> {
-        // Named DBs this txn changed: their records go into the main DB. Counted first: no
-        // allocation without any, one with.
-        let mut changed = Vec::new();
-        let dirty_named = self.named.values().filter(|n| n.dirty).count();
-        if dirty_named > 0 {
-            changed.reserve_exact(dirty_named);
-            changed.extend(
-                self.named
-                    .iter()
-                    .filter(|(_, n)| n.dirty)
-                    .map(|(dbi, n)| (dbi, n.record)),
-            );
-            changed.sort_unstable_by_key(|&(dbi, _)| dbi);
-        }
         let main_cmp = main_orders(self.env, &self.main_db)?.key;
         assert!(
             one_state_per_name(&self.named),
             "a named DB has two states in one txn: both records would be written"
         );
-        for &(dbi, record) in &changed {
+        // Named DBs this txn changed: their records go into the main DB, in handle order.
+        for (_, named) in self.named.iter().filter(|(_, n)| n.dirty) {
             // Under the name it was loaded with (its handle may name another DB by now).
-            let name = self.named[dbi].name.clone();
             let mode = PutMode {
                 node_flags: crate::format::page::node_flags::SUBDATA,
                 ..PutMode::default()
@@ -132,7 +118,7 @@ impl WriteTxn<'_> {
                 db: &mut self.main_db,
                 cmp: main_cmp,
             }
-            .put(&name, &record.to_bytes(), mode)?;
+            .put(&named.name, &named.record.to_bytes(), mode)?;
         }
         if self.shrink != FileShrink::Off {
             freelist::take_tail_records(&mut self.pages, self.txnid)?;
@@ -214,7 +200,7 @@ impl WriteTxn<'_> {
         }
         // Before readers can see this txn, the record cache learns the new versions, and the
         // environment that this process wrote it.
-        self.publish_records(&changed);
+        self.publish_records();
         // The handles it opened become public before others can see the commit.
         self.handles.publish();
         env.local_txnid.store(self.txnid, Ordering::SeqCst);
@@ -227,7 +213,7 @@ impl WriteTxn<'_> {
 
     /// Updates the environment's record cache with the named-DB records this txn wrote, as of
     /// its txnid (called after the meta is durable, before the txn becomes visible).
-    pub(super) fn publish_records(&self, changed: &[(u32, DbRecord)]) {
+    pub(super) fn publish_records(&self) {
         let env = self.env;
         if self.main_dropped {
             // Every named DB vanished with the main DB: stop trusting the cache.
@@ -238,9 +224,9 @@ impl WriteTxn<'_> {
             dbi.checked_sub(crate::catalog::FIRST_NAMED)
                 .and_then(|i| env.record_cache.get(i as usize))
         };
-        for &(dbi, record) in changed {
+        for (dbi, named) in self.named.iter().filter(|(_, n)| n.dirty) {
             if let Some(s) = slot(dbi) {
-                s.put(self.txnid, crate::seqcache::record_words(&record));
+                s.put(self.txnid, crate::seqcache::record_words(&named.record));
             }
         }
         for &(dbi, flags) in &self.deleted_named {
@@ -465,14 +451,64 @@ pub(crate) fn write_and_flush_meta(env: &EnvInner, meta: &Meta, force: bool) -> 
 }
 
 /// True if no two of a txn's named-DB states name the same DB (the states move between
-/// handle numbers, see `WriteTxn::adopt_named`, but a DB has one).
+/// handle numbers, see `WriteTxn::adopt_named`, but a DB has one). A few states are
+/// compared pair by pair (no allocation on a commit); more are sorted.
 fn one_state_per_name(named: &DbiMap<NamedDb>) -> bool {
+    const PAIRWISE: usize = 16;
     let count = named.values().count();
     if count < 2 {
         return true;
+    }
+    if count <= PAIRWISE {
+        let mut names = [&[][..]; PAIRWISE];
+        for (slot, n) in names.iter_mut().zip(named.values()) {
+            *slot = &n.name[..];
+        }
+        let names = &names[..count];
+        return names
+            .iter()
+            .enumerate()
+            .all(|(i, a)| names[i + 1..].iter().all(|b| a != b));
     }
     let mut names = Vec::with_capacity(count);
     names.extend(named.values().map(|n| &n.name[..]));
     names.sort_unstable();
     names.windows(2).all(|w| w[0] != w[1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(name: &str) -> NamedDb {
+        NamedDb {
+            name: name.as_bytes().into(),
+            record: DbRecord::empty(0),
+            orders: crate::order::Orders::for_flags(0),
+            generation: 0,
+            dirty: true,
+            append_hint: None,
+        }
+    }
+
+    /// Both ways of comparing (pair by pair for a few states, sorted for more) find a
+    /// name held twice wherever the two states are, and only then.
+    #[test]
+    fn one_state_per_name_finds_a_name_held_twice() {
+        for count in [0usize, 1, 2, 3, 16, 17, 40] {
+            let mut named = DbiMap::default();
+            for i in 0..count {
+                named.insert(2 + i as u32, state(&format!("db{i}")));
+            }
+            assert!(one_state_per_name(&named), "{count} distinct names");
+            for (a, b) in [(0, 1), (0, count.saturating_sub(1)), (count / 2, count / 3)] {
+                if count < 2 || a == b {
+                    continue;
+                }
+                let mut twice = named.clone();
+                twice.insert(2 + b as u32, state(&format!("db{a}")));
+                assert!(!one_state_per_name(&twice), "{count}: {a} and {b}");
+            }
+        }
+    }
 }

@@ -81,7 +81,12 @@ impl<V> DbiMap<V> {
         Some(self.other.swap_remove(i).1)
     }
 
-    /// Removes every entry.
+    /// True if the map holds room for entries (it allocated).
+    pub(super) fn has_room(&self) -> bool {
+        self.direct.capacity() > 0 || self.other.capacity() > 0
+    }
+
+    /// Removes every entry, keeping the room.
     pub(super) fn clear(&mut self) {
         self.direct.clear();
         self.other.clear();

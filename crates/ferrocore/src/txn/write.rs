@@ -114,6 +114,17 @@ impl AppendHint {
 }
 
 impl<'env> WriteTxn<'env> {
+    /// Sets the state of named DB `dbi`, in the table the thread's last write txn left if
+    /// this is the txn's first.
+    fn insert_named(&mut self, dbi: u32, state: NamedDb) -> Option<NamedDb> {
+        if !self.named.has_room() {
+            if let Ok(spare) = SPARE_NAMED.try_with(|s| s.take()) {
+                self.named = spare;
+            }
+        }
+        self.named.insert(dbi, state)
+    }
+
     pub(crate) fn begin(env: &'env EnvInner) -> Result<Self> {
         if env.flags.load(Ordering::Relaxed) & env_flags::READ_ONLY != 0 {
             return Err(Error::Io(std::io::Error::from_raw_os_error(libc::EACCES)));
@@ -391,7 +402,7 @@ impl<'env> WriteTxn<'env> {
             .map(|(k, _)| k);
         if let Some(k) = kept {
             let n = self.named.remove(k).expect("just found");
-            self.named.insert(dbi, n);
+            self.insert_named(dbi, n);
         }
     }
 
@@ -402,7 +413,7 @@ impl<'env> WriteTxn<'env> {
             .rev()
             .find(|&k| !self.named.contains_key(k))
             .expect("fewer than 2^32 DBs");
-        self.named.insert(spare, n);
+        self.insert_named(spare, n);
     }
 
     pub(super) fn forget_if_reused(&mut self, db: Database) {
@@ -468,7 +479,7 @@ impl<'env> WriteTxn<'env> {
                     dirty: false,
                     append_hint: None,
                 };
-                self.named.insert(db.0, state);
+                self.insert_named(db.0, state);
             }
         }
         let n = self.named.get_mut(db.0).expect("loaded above");
@@ -540,7 +551,7 @@ impl<'env> WriteTxn<'env> {
                 .put(name, &record, mode);
                 self.note(r)?;
                 self.adopt_named(dbi, name);
-                self.named.insert(
+                self.insert_named(
                     dbi,
                     NamedDb {
                         name: name.into(),
@@ -944,8 +955,20 @@ impl<'env> WriteTxn<'env> {
     }
 }
 
+thread_local! {
+    /// The table of named-DB states the last write txn of this thread used, emptied: the
+    /// next one takes it, and a commit allocates no table of its own.
+    static SPARE_NAMED: std::cell::Cell<DbiMap<NamedDb>> = std::cell::Cell::default();
+}
+
 impl Drop for WriteTxn<'_> {
     fn drop(&mut self) {
+        if self.named.has_room() {
+            let mut named = std::mem::take(&mut self.named);
+            named.clear();
+            // Gone if the thread is exiting: the table is dropped with this txn.
+            let _ = SPARE_NAMED.try_with(|s| s.set(named));
+        }
         let mut spare = self.pages.take_spare();
         // The DUPSORT scratch goes to the next txn too, unless a huge set grew it.
         let mut scratch = std::mem::take(&mut self.dup_scratch);
