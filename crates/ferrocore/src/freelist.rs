@@ -181,8 +181,9 @@ pub fn take_tail_records(pages: &mut DirtyPages<'_>, txnid: u64) -> Result<()> {
     Ok(())
 }
 
-/// The length a free-DB record of `needed` bytes is first written with: room for the few
-/// pages the next saving round adds, so later rounds rewrite it in place. Whole page
+/// The length a free-DB record of `needed` bytes is written with once the lists moved
+/// (the first round writes exact lengths): room for the few pages the next saving round
+/// adds, so later rounds rewrite it in place. Whole page
 /// numbers, as LMDB's own records. A record that fits in its leaf stays there (the slack
 /// never pushes it onto an overflow page, which would cost a page and its copy on every
 /// write); a large (overflow) record fills the run its exact size needs, so that giving
@@ -291,11 +292,12 @@ fn plan_records(
 ///
 /// Saving changes the free DB, which allocates pages (from the very lists being saved) and
 /// frees the free DB's old pages, so the records are recomputed and saved again until they
-/// no longer change. The pages on the way to the txn's record are copied before the first
-/// round, so usually the first records written are final and the second round only checks
-/// them. Otherwise a record keeps its size between rounds (it is written with slack and
-/// LMDB readers use the count, not the length), so later rounds rewrite it in place and
-/// allocate nothing: the loop settles in two or three rounds.
+/// no longer change. The pages on the way to the records are copied before the first
+/// round, so usually the first records written, each of its exact length, are final: if
+/// writing them allocated and freed nothing, the save ends there. Otherwise a record keeps
+/// its size between later rounds (it is written with slack and LMDB readers use the count,
+/// not the length), so they rewrite it in place and allocate nothing: the loop settles in
+/// two or three more rounds.
 pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> Result<()> {
     pages.reclaim.exhausted();
     // Every key below the first record not taken in order is free; a record taken out of
@@ -446,9 +448,10 @@ fn settle(
                 }
                 Some(len) if needed <= len && needed + 2 * page_size >= len => len,
                 Some(_) => slack_len(needed, page_size),
-                // A small record, likely final already: its exact size (no slack to give
-                // back in another round); if the list still moves, later rounds add slack.
-                None if needed < page_size / 4 => needed,
+                // A new record, likely final already in the first round (the path to the
+                // records was copied before it) or small: its exact size, no slack to give
+                // back in another round; if the list still moves, later rounds add slack.
+                None if needed < page_size / 4 || round == 0 => needed,
                 None => slack_len(needed, page_size),
             };
             match old {
