@@ -446,6 +446,16 @@ fn settle(
                         len
                     }
                 }
+                // A record on overflow pages that shrank within its run (writing the
+                // record took pages from its own list): rewritten in place, exact, as
+                // the shrinking round would.
+                Some(len)
+                    if needed <= len
+                        && needed > max_inline_record(page_size)
+                        && overflow_pages(page_size, needed) == overflow_pages(page_size, len) =>
+                {
+                    needed
+                }
                 Some(len) if needed <= len && needed + 2 * page_size >= len => len,
                 Some(_) => slack_len(needed, page_size),
                 // A new record, likely final already in the first round (the path to the
