@@ -425,6 +425,15 @@ impl<'e> DirtyPages<'e> {
     /// Allocates from free pages, refilling the pool from free-DB records no reader can
     /// see, and only then past the end of the file.
     pub(super) fn alloc_pages(&mut self, count: usize) -> Result<u64> {
+        let pgno = self.take_pgno(count)?;
+        let buf = self.page_buf_for(pgno, count)?;
+        self.hold(pgno, buf);
+        Ok(pgno)
+    }
+
+    /// The first of `count` pages to allocate: from free pages, refilling the pool from
+    /// free-DB records, and only then past the end of the file.
+    fn take_pgno(&mut self, count: usize) -> Result<u64> {
         let pgno = loop {
             if let Some(p) = self.take_free(count) {
                 break p;
@@ -441,23 +450,32 @@ impl<'e> DirtyPages<'e> {
             self.next_pgno += count as u64;
             break p;
         };
-        let buf = match &mut self.mapped {
+        Ok(pgno)
+    }
+
+    /// The buffer of `count` new pages at `pgno`: in the map under `WRITE_MAP` (which the
+    /// file must cover first), else on the heap.
+    fn page_buf_for(&mut self, pgno: u64, count: usize) -> Result<PageBuf> {
+        Ok(match &mut self.mapped {
             Some(mapped) => {
-                // The page is written through the map: the file must cover it first.
                 mapped.cover(pgno + count as u64, self.max_pgno, self.page_size)?;
                 PageBuf::Mapped(count * self.page_size)
             }
             None => PageBuf::Heap(self.new_buffer(count)),
-        };
+        })
+    }
+
+    /// Makes the new pages at `pgno` (in `buf`) dirty pages of the txn.
+    fn hold(&mut self, pgno: u64, buf: PageBuf) {
+        let hot = matches!(buf, PageBuf::Mapped(len) if len == self.page_size);
         let old = self.dirty.insert(pgno, buf);
         debug_assert!(old.is_none(), "page {pgno} allocated while dirty");
-        if count == 1 && self.mapped.is_some() {
+        if hot {
             self.mapped_hot.store(pgno, Ordering::Relaxed);
         }
         if let Some(level) = self.nested.last_mut() {
             level.allocated.insert(pgno);
         }
-        Ok(pgno)
     }
 
     /// Exchanges the buffer of the single dirty page `pgno` with `buf` (of one page), with
@@ -579,14 +597,35 @@ impl PageStore for DirtyPages<'_> {
             self.checked.insert(pgno);
         }
         let (lower, upper) = view.bounds();
-        let new = self.alloc(1)?;
-        let buf = self.dirty_mut(new);
         // Copy the header and slots, and the nodes; the free gap between them holds
         // nothing (as in LMDB, whatever bytes it has are never read).
-        buf[..lower].copy_from_slice(&src[..lower]);
-        buf[upper..].copy_from_slice(&src[upper..]);
-        crate::format::page::edit::set_pgno(buf, new);
-        self.free(pgno, 1)?;
+        let copy = |buf: &mut [u8], new: u64| {
+            buf[..lower].copy_from_slice(&src[..lower]);
+            buf[upper..].copy_from_slice(&src[upper..]);
+            crate::format::page::edit::set_pgno(buf, new);
+        };
+        let new = self.take_pgno(1)?;
+        match self.page_buf_for(new, 1)? {
+            // Filled before it joins the dirty pages: no look-up to find it again.
+            PageBuf::Heap(mut buf) => {
+                copy(&mut buf, new);
+                self.hold(new, PageBuf::Heap(buf));
+            }
+            mapped => {
+                self.hold(new, mapped);
+                copy(self.dirty_mut(new), new);
+            }
+        }
+        if self.early.written.is_empty() && self.nested.is_empty() && pgno < self.snapshot_end {
+            // A page of the base snapshot (not dirty, checked above; at least 2, as every
+            // page the map gives out past the metas): what `free` does for it, without its
+            // look-ups in the dirty map.
+            debug_assert!(pgno >= 2 && !self.dirty.contains_key(&pgno));
+            self.free.freed.push(pgno);
+            self.free_edits += 1;
+        } else {
+            self.free(pgno, 1)?;
+        }
         Ok(new)
     }
 
