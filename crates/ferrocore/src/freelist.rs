@@ -100,10 +100,22 @@ fn records_near_end(
     if !pos.prev(src, free_db)? && past.is_some() {
         return Ok(found);
     }
+    // The leaf the position is on, parsed once for all its records.
+    let mut leaf: Option<crate::format::page::PageView<'_>> = None;
     for _ in 0..count {
-        let Ok((key, value)) = record_at(&pos, src) else {
+        if !pos.is_set() {
             break; // an empty free DB
+        }
+        let pgno = pos.path.leaf();
+        let page = match leaf {
+            Some(page) if page.pgno() == pgno => page,
+            _ => *leaf.insert(crate::btree::view(src, pgno)?),
         };
+        let Ok(node) = page.node(pos.path.leaf_idx()) else {
+            break; // past the last record
+        };
+        let key = record_key(node.key, pgno)?;
+        let value = crate::btree::node_value(src, &node)?;
         if key < from || key >= limit {
             break;
         }

@@ -50,6 +50,12 @@ impl Default for Position {
 }
 
 impl Position {
+    /// True if the position stands on a leaf slot (`path` names its leaf).
+    #[inline]
+    pub fn is_set(&self) -> bool {
+        self.state == State::Valid
+    }
+
     /// The leaf node at the position, and its leaf page number.
     pub fn node<'s, S: PageSource + ?Sized>(&self, src: &'s S) -> Result<(Node<'s>, u64)> {
         if self.state == State::Unset {
