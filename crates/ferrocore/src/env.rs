@@ -557,7 +557,7 @@ impl Env {
                 meta_cache: Default::default(),
                 record_cache: (0..opts.max_dbs).map(|_| Default::default()).collect(),
                 map_size_explicit: AtomicBool::new(file.explicit),
-                spare_pages: Mutex::new(Default::default()),
+                spare_pages: Mutex::new(None),
                 failed: AtomicBool::new(false),
                 fork_generation: fork::generation(),
                 txn_serial: AtomicU64::new(0),

@@ -178,12 +178,13 @@ impl<'env> WriteTxn<'env> {
         } else {
             FileShrink::OnCommit
         };
-        let mut spare = std::mem::take(
-            &mut *env
-                .spare_pages
-                .lock()
-                .map_err(|_| Error::Panic("spare pages lock"))?,
-        );
+        let mut spare = match env.spare_pages.lock() {
+            Ok(mut spare) => spare.take().unwrap_or_default(),
+            Err(_) => {
+                env.lock.unlock_writer();
+                return Err(Error::Panic("spare pages lock"));
+            }
+        };
         spare.checked.begin(&base);
         let dup_scratch = std::mem::take(&mut spare.txn_scratch);
         // Under WRITE_MAP the txn's pages are built in the map, within the file.
@@ -977,7 +978,7 @@ impl Drop for WriteTxn<'_> {
             spare.txn_scratch = scratch;
         }
         if let Ok(mut s) = self.env.spare_pages.lock() {
-            *s = spare;
+            *s = Some(spare);
         }
         // The cross-process writer mutex; the in-process one goes with `_guard` just after.
         self.env.lock.unlock_writer();
