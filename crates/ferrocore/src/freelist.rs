@@ -311,12 +311,30 @@ fn plan_records(
 /// not the length), so they rewrite it in place and allocate nothing: the loop settles in
 /// two or three more rounds.
 pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> Result<()> {
-    pages.reclaim.exhausted();
-    // Every key below the first record not taken in order is free; a record taken out of
-    // order (`take_tail_records`) is deleted, but its key is not reused.
-    let max_consumed = pages.reclaim.free_keys_end().saturating_sub(1);
-    let mut consumed = std::mem::take(&mut pages.reclaim.consumed);
-    for key in &consumed {
+    // Copy the free DB's pages on the way to the records first, while records may still be
+    // taken: the copies then come from the free list (as LMDB's do), not from the end of
+    // the file, which a commit that had used up the pages it took would otherwise grow by
+    // a page or two, its record waiting in the list one more each time (the file of W8's
+    // one-put commits through the C ABI grew by half in 20,000 commits). And the
+    // allocation (and the freeing of the old copies) happens before the lists are taken,
+    // so the first round's records are usually the final ones.
+    let mut tree = TreeMut {
+        store: &mut *pages,
+        db: &mut *free_db,
+        cmp: KeyCmp::Integer,
+    };
+    // The txn's own record goes after every other (its key, the txn's id, is the
+    // highest); the records taken are deleted, and the pool's written, at the left edge
+    // (those keys are below every record left).
+    tree.touch_edge(true)?;
+    if !tree.store.reclaim.consumed.is_empty() {
+        tree.touch_edge(false)?;
+    }
+    // Delete the records taken, still taking more if a delete needs pages (it may copy a
+    // sibling to even out a leaf): those are deleted in turn, the oldest left each time.
+    let mut deleted = 0;
+    while let Some(&key) = pages.reclaim.consumed.get(deleted) {
+        deleted += 1;
         let mut tree = TreeMut {
             store: &mut *pages,
             db: &mut *free_db,
@@ -331,27 +349,16 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
             ));
         }
     }
+    pages.reclaim.exhausted();
+    // Every key below the first record not taken in order is free; a record taken out of
+    // order (`take_tail_records`) is deleted, but its key is not reused.
+    let max_consumed = pages.reclaim.free_keys_end().saturating_sub(1);
     // Emptied, the list goes back for the next txn (`take_spare`).
-    consumed.clear();
-    pages.reclaim.consumed = consumed;
+    pages.reclaim.consumed.clear();
     debug_assert!(
         max_consumed < txnid,
         "a consumed record is older than the txn"
     );
-    // Copy the free DB's pages on the way to the new records first: that allocation (and
-    // the freeing of the old copies) then happens before the lists are taken, and the
-    // first round's records are usually the final ones.
-    let mut tree = TreeMut {
-        store: &mut *pages,
-        db: &mut *free_db,
-        cmp: KeyCmp::Integer,
-    };
-    // The txn's own record goes after every other (its key, the txn's id, is the
-    // highest), the pool's under keys below every record left: the right and left edges.
-    tree.touch_edge(true)?;
-    if !tree.store.free.pool.is_empty() && max_consumed > 0 {
-        tree.touch_edge(false)?;
-    }
     SCRATCH.with_borrow_mut(|scratch| {
         let r = settle(pages, free_db, txnid, max_consumed, scratch);
         scratch.trim();

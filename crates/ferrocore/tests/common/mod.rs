@@ -131,6 +131,16 @@ pub mod lmdb {
             }
         }
 
+        /// Commits no longer sync (`mdb_env_set_flags(MDB_NOSYNC)`).
+        #[allow(dead_code)] // not every test binary uses it
+        pub fn no_sync(&self) {
+            // SAFETY: valid, open env handle.
+            check(
+                unsafe { ffi::mdb_env_set_flags(self.env, ffi::MDB_NOSYNC, 1) },
+                "mdb_env_set_flags",
+            );
+        }
+
         pub fn begin(&self, write: bool) -> Txn<'_> {
             let mut txn = ptr::null_mut();
             let flags = if write { 0 } else { ffi::MDB_RDONLY };
