@@ -333,21 +333,29 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
     // Delete the records taken, still taking more if a delete needs pages (it may copy a
     // sibling to even out a leaf): those are deleted in turn, the oldest left each time.
     let mut deleted = 0;
-    while let Some(&key) = pages.reclaim.consumed.get(deleted) {
-        deleted += 1;
+    while deleted < pages.reclaim.consumed.len() {
+        // Up to 8 keys at a time, copied out of the list the deletes may add to.
+        let mut keys = [[0u8; 8]; 8];
+        let batch = (pages.reclaim.consumed.len() - deleted).min(keys.len());
+        for (slot, key) in keys.iter_mut().zip(&pages.reclaim.consumed[deleted..]) {
+            *slot = key.to_le_bytes();
+        }
         let mut tree = TreeMut {
             store: &mut *pages,
             db: &mut *free_db,
             cmp: KeyCmp::Integer,
         };
-        // Taken in order, a record is the oldest left: the free DB's first.
-        let key = key.to_le_bytes();
-        if !tree.delete_first_if(&key)? && !tree.delete(&key)? {
-            return Err(Error::corrupted(
-                free_db.root,
-                "consumed free-DB record vanished",
-            ));
-        }
+        // Taken in order, records are the oldest left: the free DB's first.
+        deleted += match tree.delete_leading(&keys[..batch])? {
+            0 if tree.delete(&keys[0])? => 1,
+            0 => {
+                return Err(Error::corrupted(
+                    free_db.root,
+                    "consumed free-DB record vanished",
+                ))
+            }
+            n => n,
+        };
     }
     pages.reclaim.exhausted();
     // Every key below the first record not taken in order is free; a record taken out of

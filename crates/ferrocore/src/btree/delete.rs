@@ -46,22 +46,44 @@ impl<S: PageStore> TreeMut<'_, S> {
         Ok(true)
     }
 
-    /// Deletes the tree's first item if its key is `key` (a plain node); returns false,
-    /// changing nothing, if the first key is another. No key is compared on the way down:
-    /// for the free DB, whose records a txn consumes oldest first.
-    pub fn delete_first_if(&mut self, key: &[u8]) -> Result<bool> {
-        if self.db.root == P_INVALID {
-            return Ok(false);
+    /// Deletes the tree's first items while their keys are `keys`, in order (plain nodes),
+    /// as many as the first leaf holds, with one descent and one rebalance; returns how
+    /// many it deleted (0, changing nothing, if the first key is not `keys[0]`). No key is
+    /// compared on the way down: for the free DB, whose records a txn consumes oldest
+    /// first.
+    pub fn delete_leading<K: AsRef<[u8]>>(&mut self, keys: &[K]) -> Result<usize> {
+        if self.db.root == P_INVALID || keys.is_empty() {
+            return Ok(0);
         }
         let mut path = Path::default();
         descend_edge(&*self.store, self.db, &mut path, 0, self.db.root, false)?;
-        let first = view(&*self.store, path.leaf())?.node(0)?;
-        if first.key != key {
-            return Ok(false);
+        let page = view(&*self.store, path.leaf())?;
+        let mut count = 0;
+        while count < keys.len().min(page.num_keys()) {
+            let node = page.node(count)?;
+            if node.key != keys[count].as_ref() {
+                break;
+            }
+            check_node_kind(node.flags, 0)?;
+            count += 1;
         }
-        check_node_kind(first.flags, 0)?;
-        self.delete_at(&mut path, 0)?;
-        Ok(true)
+        if count == 0 {
+            return Ok(0);
+        }
+        self.touch_path(&mut path)?;
+        let leaf = path.leaf();
+        for _ in 0..count {
+            let node = view(&*self.store, leaf)?.node(0)?;
+            if node.flags & node_flags::BIGDATA != 0 {
+                let run = node.overflow_pgno();
+                self.free_overflow(run)?;
+            }
+            edit::delete_node(self.store.dirty_mut(leaf), 0);
+        }
+        self.db.entries -= count as u64;
+        let level = path.leaf_level();
+        self.rebalance(&mut path, level)?;
+        Ok(count)
     }
 
     /// Deletes the item at slot `idx` of `path`'s leaf, with its overflow run, and

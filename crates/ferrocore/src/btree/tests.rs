@@ -201,3 +201,54 @@ fn append_fills_pages_in_order() {
     // 4080 / 20 = 204 to a page, so about 98 leaves, where splits in the middle make ~200.
     assert!(db.leaf_pages <= 100, "{} leaves", db.leaf_pages);
 }
+
+/// `delete_leading` deletes the first keys while they are the ones given, as a queue's
+/// consumer does (the free DB), values on overflow pages included: the tree then holds
+/// the rest, its pages add up, and a first key that differs deletes nothing.
+#[test]
+fn delete_leading_takes_the_first_keys_in_order() {
+    let page_size = 4096;
+    let mut rng = Rng(7);
+    let mut src = MemoryPages::new(page_size);
+    let mut db = DbRecord::empty(0);
+    let mut model = BTreeMap::new();
+    let cmp = KeyCmp::Integer;
+    let key = |i: u64| i.to_le_bytes();
+    for i in 0..2_000u64 {
+        let value = value_for(&mut rng, page_size);
+        let mut tree = TreeMut {
+            store: &mut src,
+            db: &mut db,
+            cmp,
+        };
+        tree.put(&key(i), &value, PutMode::default()).unwrap();
+        model.insert(key(i).to_vec(), value);
+    }
+    src.end_txn();
+    let mut next = 0u64;
+    while next < 2_000 {
+        let batch = 1 + rng.below(12);
+        let keys: Vec<[u8; 8]> = (next..next + batch).map(key).collect();
+        let mut tree = TreeMut {
+            store: &mut src,
+            db: &mut db,
+            cmp,
+        };
+        // Not the first key: nothing happens.
+        assert_eq!(tree.delete_leading(&[key(next + 1)]).unwrap(), 0);
+        let n = tree.delete_leading(&keys).unwrap() as u64;
+        assert!(n >= 1 && n <= batch, "deleted {n} of {batch}");
+        for i in next..next + n {
+            model.remove(&key(i)[..]);
+        }
+        next += n;
+        if next % 7 == 0 {
+            src.end_txn();
+        }
+        if next % 101 < 12 {
+            assert_matches(&src, &db, cmp, &model);
+        }
+    }
+    assert_matches(&src, &db, cmp, &model);
+    assert_eq!(db.root, P_INVALID, "every key deleted");
+}
