@@ -242,7 +242,7 @@ fn delete_leading_takes_the_first_keys_in_order() {
             model.remove(&key(i)[..]);
         }
         next += n;
-        if next % 7 == 0 {
+        if next.is_multiple_of(7) {
             src.end_txn();
         }
         if next % 101 < 12 {

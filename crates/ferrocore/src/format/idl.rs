@@ -35,7 +35,10 @@ pub fn decode_idl_into(value: &[u8], pgno_for_errors: u64, pages: &mut Vec<u64>)
     // LMDB's IDLs are sorted descending without repeats, and never list a meta page: a
     // page listed twice would be handed out twice. (A fold without early exit, which the
     // compiler vectorises: a record is a few hundred pages, checked whole when valid.)
-    let ascending = pages.windows(2).fold(false, |bad, w| bad | (w[0] <= w[1]));
+    let ascending = pages
+        .windows(2)
+        .fold(0u8, |bad, w| bad | u8::from(w[0] <= w[1]))
+        != 0;
     if ascending || pages.last().is_some_and(|&p| p < 2) {
         return Err(Error::corrupted(
             pgno_for_errors,

@@ -59,7 +59,7 @@ pub type WriteOrder<'p> = Vec<(u64, &'p [u8])>;
 
 /// Empties `order` and gives its allocation to a list of another lifetime (the commit's
 /// list is kept from txn to txn; no entry outlives the txn's pages).
-pub fn recycle_order<'a, 'b>(mut order: WriteOrder<'a>) -> WriteOrder<'b> {
+pub fn recycle_order<'b>(mut order: WriteOrder<'_>) -> WriteOrder<'b> {
     order.clear();
     // An empty vector's buffer collected in place (same layout): nothing is mapped.
     order.into_iter().map(|(pgno, _)| (pgno, &[][..])).collect()
@@ -611,7 +611,7 @@ impl PageStore for DirtyPages<'_> {
                 copy(&mut buf, new);
                 self.hold(new, PageBuf::Heap(buf));
             }
-            mapped => {
+            mapped @ PageBuf::Mapped(_) => {
                 self.hold(new, mapped);
                 copy(self.dirty_mut(new), new);
             }

@@ -118,7 +118,7 @@ impl<'env> WriteTxn<'env> {
     /// this is the txn's first.
     fn insert_named(&mut self, dbi: u32, state: NamedDb) -> Option<NamedDb> {
         if !self.named.has_room() {
-            if let Ok(spare) = SPARE_NAMED.try_with(|s| s.take()) {
+            if let Ok(spare) = SPARE_NAMED.try_with(std::cell::Cell::take) {
                 self.named = spare;
             }
         }
