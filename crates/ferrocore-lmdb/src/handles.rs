@@ -519,8 +519,6 @@ pub(crate) unsafe fn begin_txn(env: *mut MDB_env, read_only: bool) -> Rc<*mut MD
         handle.id = r.id() as usize;
         handle.state = TxnState::Read(r);
     } else {
-        let w = open.begin_write().rc()?;
-        handle.id = w.id() as usize;
         // SAFETY: the caller's contract: `env` is live (only a shared reference is made).
         let spare = unsafe { &*env }
             .spare_write
@@ -528,7 +526,9 @@ pub(crate) unsafe fn begin_txn(env: *mut MDB_env, read_only: bool) -> Rc<*mut MD
             .ok()
             .and_then(|mut s| s.take());
         let mut place = spare.unwrap_or_default();
-        *place = Some(w);
+        // Begun straight into its boxed place: the 1.2 KiB txn is not moved through a local.
+        let w = place.insert(open.begin_write().rc()?);
+        handle.id = w.id() as usize;
         handle.state = TxnState::Write(place);
     }
     // SAFETY: the caller's contract: `env` is live (only a shared reference is made).
