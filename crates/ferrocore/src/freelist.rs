@@ -419,6 +419,7 @@ fn settle(
 ) -> Result<()> {
     let page_size = pages.page_size();
     let cap = pool_record_cap(page_size);
+    let inline_max = max_inline_record(page_size);
     let SaveScratch {
         written,
         planned,
@@ -462,12 +463,13 @@ fn settle(
                 continue;
             }
             let needed = 8 * (record.pages.len() + 1);
+            // A length `len` whose overflow run also holds the exact record.
+            let same_run =
+                |len| overflow_pages(page_size, needed) == overflow_pages(page_size, len);
             let len = match old.map(|i| lens[i].1) {
+                // The shrinking round: exact, unless that changes the run's length.
                 Some(len) if settled => {
-                    // The shrinking round: exact, unless that changes the run's length.
-                    let same_run =
-                        overflow_pages(page_size, needed) == overflow_pages(page_size, len);
-                    if same_run {
+                    if same_run(len) {
                         needed
                     } else {
                         len
@@ -476,13 +478,7 @@ fn settle(
                 // A record on overflow pages that shrank within its run (writing the
                 // record took pages from its own list): rewritten in place, exact, as
                 // the shrinking round would.
-                Some(len)
-                    if needed <= len
-                        && needed > max_inline_record(page_size)
-                        && overflow_pages(page_size, needed) == overflow_pages(page_size, len) =>
-                {
-                    needed
-                }
+                Some(len) if needed <= len && needed > inline_max && same_run(len) => needed,
                 Some(len) if needed <= len && needed + 2 * page_size >= len => len,
                 Some(_) => slack_len(needed, page_size),
                 // A new record, likely final already in the first round (the path to the
