@@ -2,7 +2,8 @@
 //! `valgrind --tool=callgrind`, W3's random puts (txns of 1,000, no sync), W4's random
 //! gets (one read txn), W5's scan (one read txn, every entry), W2's sorted APPEND puts
 //! (txns of 1,000), W7's indexed entries (a record plus 10 DUPSORT index values each,
-//! txns of 1,000) and W6's one-put commits without the sync (on N entries), counting only
+//! txns of 1,000), W6's one-put commits without the sync (on N entries) and W9's removals
+//! (N random deletes, half of a DB of 2 N entries, in one txn), counting only
 //! what runs inside [`ferrobench_measure`] (a profile dump of its own), so key generation,
 //! opening and the untimed loads before the reads are not counted. It also
 //! counts the calls to malloc, calloc and realloc in the same window (LMDB's C code and
@@ -49,16 +50,20 @@ pub enum Op {
     Index,
     /// W6 without the sync: a txn of one random put, committed (on a DB of N entries).
     Commit,
+    /// W9's removals: a random delete, half of a DB of 2 N entries in one txn (commit
+    /// included).
+    Delete,
 }
 
 impl Op {
-    const ALL: [Op; 6] = [
+    const ALL: [Op; 7] = [
         Op::Put,
         Op::Get,
         Op::Next,
         Op::Append,
         Op::Index,
         Op::Commit,
+        Op::Delete,
     ];
 
     fn label(self) -> &'static str {
@@ -69,6 +74,7 @@ impl Op {
             Op::Append => "append put",
             Op::Index => "W7 entry",
             Op::Commit => "1-put commit",
+            Op::Delete => "delete",
         }
     }
 }
@@ -139,6 +145,15 @@ pub fn cell(args: &W8CellArgs) {
                     e.put_batch(k, &v, false);
                 }
             });
+        }
+        Op::Delete => {
+            let all = KeyBuf::random(2 * args.n, 16, 44);
+            for chunk in all.keys().chunks(1000) {
+                e.put_batch(chunk, &v, false);
+            }
+            let half = all.keys().take(args.n as usize);
+            ferrobench_measure(&mut || e.delete_batch(half));
+            assert_eq!(e.get_all(all.keys()), args.n * 100);
         }
         Op::Index => {
             let entries = indexed_entries(args.n, 10);
@@ -301,7 +316,7 @@ pub fn run(args: &W8Args) {
         println!(
             "\nW8 instructions per operation under callgrind, N = {} (16-byte random keys, 100-byte values;\n\
              put, append put, W7 entry: txns of 1000, no sync, commit included; get, next: one read txn;\n\
-             1-put commit: a txn of one put on N entries, no sync);\n\
+             1-put commit: a txn of one put on N entries, no sync; delete: N of 2 N entries in one txn);\n\
              (x) = engine / LMDB\n",
             args.n
         );

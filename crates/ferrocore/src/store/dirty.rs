@@ -147,6 +147,20 @@ pub struct DirtyPages<'e> {
 /// No page: `mapped_hot`'s empty value (page numbers are far below it).
 const NO_PAGE: u64 = u64::MAX;
 
+/// A new heap buffer holding a copy of the page `src`, whose header and slots end at
+/// `lower` and whose nodes begin at `upper`: those bytes are copied and the free gap
+/// between them zeroed, each byte written once (a zeroed buffer would be written twice
+/// where the copy lands; LMDB zeroes its new pages too).
+fn copied_page(src: &[u8], lower: usize, upper: usize) -> Box<[u8]> {
+    debug_assert!(lower <= upper && upper <= src.len());
+    let mut buf = Vec::with_capacity(src.len());
+    buf.extend_from_slice(&src[..lower]);
+    buf.resize(upper, 0);
+    buf.extend_from_slice(&src[upper..]);
+    debug_assert_eq!(buf.len(), buf.capacity());
+    buf.into_boxed_slice()
+}
+
 impl<'e> DirtyPages<'e> {
     /// Starts a write transaction over the snapshot whose last page is `last_pgno`;
     /// with `mapped`, its pages are written in place in the (writable) map.
@@ -309,6 +323,7 @@ impl<'e> DirtyPages<'e> {
         }
     }
 
+    /// A buffer of `count` pages, zeroed if new (a spare one holds an old page's bytes).
     pub(super) fn new_buffer(&mut self, count: usize) -> Box<[u8]> {
         if count == 1 {
             if let Some(b) = self.spare.pop() {
@@ -605,16 +620,18 @@ impl PageStore for DirtyPages<'_> {
             crate::format::page::edit::set_pgno(buf, new);
         };
         let new = self.take_pgno(1)?;
-        match self.page_buf_for(new, 1)? {
-            // Filled before it joins the dirty pages: no look-up to find it again.
-            PageBuf::Heap(mut buf) => {
-                copy(&mut buf, new);
-                self.hold(new, PageBuf::Heap(buf));
-            }
-            mapped @ PageBuf::Mapped(_) => {
-                self.hold(new, mapped);
-                copy(self.dirty_mut(new), new);
-            }
+        // Filled before it joins the dirty pages: no look-up to find it again.
+        if self.mapped.is_some() {
+            let mapped = self.page_buf_for(new, 1)?;
+            self.hold(new, mapped);
+            copy(self.dirty_mut(new), new);
+        } else if let Some(mut buf) = self.spare.pop() {
+            copy(&mut buf, new);
+            self.hold(new, PageBuf::Heap(buf));
+        } else {
+            let mut buf = copied_page(src, lower, upper);
+            crate::format::page::edit::set_pgno(&mut buf, new);
+            self.hold(new, PageBuf::Heap(buf));
         }
         if self.early.written.is_empty() && self.nested.is_empty() && pgno < self.snapshot_end {
             // A page of the base snapshot (not dirty, checked above; at least 2, as every
@@ -679,5 +696,25 @@ impl PageStore for DirtyPages<'_> {
         }
         self.free_edits += 1;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::copied_page;
+
+    #[test]
+    fn a_copied_page_keeps_header_slots_and_nodes_and_zeroes_the_gap() {
+        let src: Vec<u8> = (0..4096u32).map(|i| (i % 251 + 1) as u8).collect();
+        let page = copied_page(&src, 40, 3000);
+        assert_eq!(page.len(), src.len());
+        assert_eq!(&page[..40], &src[..40]);
+        assert!(page[40..3000].iter().all(|&b| b == 0));
+        assert_eq!(&page[3000..], &src[3000..]);
+        // A full page (no gap) and an empty one (all gap but the header).
+        assert_eq!(&*copied_page(&src, 2048, 2048), &src[..]);
+        let empty = copied_page(&src, 16, 4096);
+        assert_eq!(&empty[..16], &src[..16]);
+        assert!(empty[16..].iter().all(|&b| b == 0));
     }
 }
