@@ -9,8 +9,9 @@ use super::put::{check_node_kind, TreeMut};
 use super::search::{descend_edge, search};
 use super::{debug_assert_ordered, view, Path, FILL_THRESHOLD};
 
-/// Buffers of [`TreeMut::move_node`], kept by the thread: a rebalance moves a node at
-/// most every few deletes (the free DB's records at every commit), without allocating.
+/// Buffers of [`TreeMut::move_node`] and [`TreeMut::merge`], kept by the thread: a
+/// rebalance moves a node or merges two pages at most every few deletes (the free DB's
+/// records at every commit), without allocating.
 #[derive(Default)]
 struct MoveScratch {
     moved: Nodes,
@@ -187,9 +188,37 @@ impl<S: PageStore> TreeMut<'_, S> {
     /// Merges page `right` (child `ridx` of `parent`) into its left neighbour `left`.
     /// Returns false, changing nothing, if the two do not fit one page.
     fn merge(&mut self, parent: u64, left: u64, right: u64, ridx: usize) -> Result<bool> {
-        let (mut nodes, flags) = {
+        // The thread's buffers, unless a move or merge further up the stack holds them.
+        MOVE_SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut scratch) => {
+                let MoveScratch { nodes, key, .. } = &mut *scratch;
+                self.merge_with(parent, left, right, ridx, nodes, key)
+            }
+            Err(_) => self.merge_with(
+                parent,
+                left,
+                right,
+                ridx,
+                &mut Nodes::default(),
+                &mut Vec::new(),
+            ),
+        })
+    }
+
+    /// [`TreeMut::merge`] with buffers for the two pages' nodes and the separator.
+    fn merge_with(
+        &mut self,
+        parent: u64,
+        left: u64,
+        right: u64,
+        ridx: usize,
+        nodes: &mut Nodes,
+        separator: &mut Vec<u8>,
+    ) -> Result<bool> {
+        let flags = {
             let l = view(&*self.store, left)?;
-            (Nodes::from_page(&l)?, l.flags())
+            nodes.refill(&l)?;
+            l.flags()
         };
         let branch = flags & page_flags::BRANCH != 0;
         let first_right = nodes.len();
@@ -198,8 +227,9 @@ impl<S: PageStore> TreeMut<'_, S> {
             nodes.push_raw(r.node_raw(i)?);
         }
         if branch {
-            let separator = view(&*self.store, parent)?.key(ridx)?.to_vec();
-            nodes.set_branch_key(first_right, &separator);
+            separator.clear();
+            separator.extend_from_slice(view(&*self.store, parent)?.key(ridx)?);
+            nodes.set_branch_key(first_right, separator);
         }
         let size: usize = (0..nodes.len()).map(|i| nodes.size(i)).sum();
         if size > self.page_size() - PAGE_HEADER_SIZE {

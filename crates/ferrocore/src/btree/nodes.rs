@@ -20,12 +20,6 @@ pub(super) struct Nodes {
 }
 
 impl Nodes {
-    pub(super) fn from_page(page: &PageView<'_>) -> Result<Nodes> {
-        let mut nodes = Nodes::default();
-        nodes.refill(page)?;
-        Ok(nodes)
-    }
-
     /// Empties the list for nodes of pages like `page`, keeping its allocations.
     pub(super) fn reset_like(&mut self, page: &PageView<'_>) {
         self.bytes.clear();
