@@ -245,3 +245,60 @@ fn lmdb_reads_a_write_map_environment() {
     let txn = lm.read();
     assert!(txn.scan(txn.main_dbi()) == ours, "LMDB reads other data");
 }
+
+/// A write txn under `WRITE_MAP` takes the file's length from what this process knows
+/// (no `fstat` per txn): a txn that grew the file and aborted must leave that length
+/// known, or the next txn to write past the old length would set it again (shrinking
+/// the file to its own step, then growing it back).
+#[test]
+fn a_write_map_txn_knows_the_length_an_aborted_txn_left() {
+    use ferrocore::fault::{CallKind, FaultInjector};
+    let dir = tempfile::tempdir().unwrap();
+    let inj = FaultInjector::new();
+    let mut opts = env_options(env_flags::WRITE_MAP | env_flags::NO_SYNC, None);
+    {
+        let inj = inj.clone();
+        opts.data_file(move |f| inj.wrap(f));
+    }
+    let env = open_env(dir.path(), &opts);
+    let put_range = |txn: &mut ferrocore::WriteTxn<'_>, range: std::ops::Range<u32>| {
+        for i in range {
+            txn.put(Database::MAIN, &key(i), &[i as u8; 400], 0)
+                .unwrap();
+        }
+    };
+    // About 2.5 MiB of data: the file grows to its 4 MiB step.
+    let mut txn = env.begin_write().unwrap();
+    put_range(&mut txn, 0..5_000);
+    txn.commit().unwrap();
+    assert_eq!(file_len(dir.path()), 4 << 20);
+    // A large txn grows it to 16 MiB, then aborts: the length stays.
+    let mut txn = env.begin_write().unwrap();
+    put_range(&mut txn, 5_000..25_000);
+    txn.abort();
+    assert_eq!(file_len(dir.path()), 16 << 20);
+    // The next txn writes past 4 MiB: the file already covers it, no length is set.
+    let before = inj.call_log().len();
+    let mut txn = env.begin_write().unwrap();
+    put_range(&mut txn, 5_000..10_000);
+    assert!(txn.dirty_pages() > 0);
+    let during: Vec<CallKind> = inj.call_log()[before..].to_vec();
+    txn.commit().unwrap();
+    assert!(
+        !during.contains(&CallKind::SetLen),
+        "the txn set the file's length again: {during:?}"
+    );
+    assert_eq!(file_len(dir.path()), 16 << 20);
+    let txn = env.begin_read().unwrap();
+    for i in 0..10_000 {
+        assert_eq!(
+            txn.get(Database::MAIN, &key(i)).unwrap(),
+            Some(&[i as u8; 400][..])
+        );
+    }
+    for i in 10_000..25_000 {
+        assert_eq!(txn.get(Database::MAIN, &key(i)).unwrap(), None);
+    }
+    drop(txn);
+    env.check().unwrap();
+}

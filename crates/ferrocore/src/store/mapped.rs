@@ -9,6 +9,9 @@ use crate::io::DataFile;
 pub struct MappedWrites<'e> {
     pub(super) file: &'e dyn DataFile,
     pub(super) file_pages: u64,
+    /// The txn set the file's length (to `file_pages`) and nobody has recorded it yet
+    /// (see [`DirtyPages::take_mapped_growth`](super::DirtyPages::take_mapped_growth)).
+    pub(super) grew: bool,
 }
 
 impl<'e> MappedWrites<'e> {
@@ -17,6 +20,7 @@ impl<'e> MappedWrites<'e> {
         MappedWrites {
             file,
             file_pages: file_len / page_size as u64,
+            grew: false,
         }
     }
 
@@ -30,6 +34,7 @@ impl<'e> MappedWrites<'e> {
         let target = (mapped_file_len(end * ps) / ps).min(max_pgno).max(end);
         self.file.set_len(target * ps)?;
         self.file_pages = target;
+        self.grew = true;
         Ok(())
     }
 }

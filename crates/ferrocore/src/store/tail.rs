@@ -57,4 +57,11 @@ impl DirtyPages<'_> {
     pub fn mapped_file_pages(&self) -> Option<u64> {
         self.mapped.as_ref().map(|m| m.file_pages)
     }
+
+    /// Under `WRITE_MAP`, if this txn set the file's length since the last call: the
+    /// pages it covers now (the file's exact length, which the caller records).
+    pub fn take_mapped_growth(&mut self) -> Option<u64> {
+        let mapped = self.mapped.as_mut()?;
+        std::mem::take(&mut mapped.grew).then_some(mapped.file_pages)
+    }
 }

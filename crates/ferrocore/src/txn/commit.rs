@@ -136,6 +136,7 @@ impl WriteTxn<'_> {
             // Under WRITE_MAP the txn grew the file as it wrote: that length is the file's.
             env.file_len
                 .store(pages * env.page_size as u64, Ordering::Release);
+            self.pages.take_mapped_growth();
         }
         let in_map = self.pages.writes_through_map();
         let dirty = self.pages.sorted_dirty();
@@ -271,7 +272,13 @@ pub(super) fn mapped_writes(env: &EnvInner) -> Result<Option<MappedWrites<'_>>> 
     if !env.map.is_writable() {
         return Ok(None);
     }
-    let len = env.data.len()?;
+    // The length this process knows (exact: every change of it is recorded, a growth by
+    // a txn that did not commit too, and it is forgotten when another process commits),
+    // else the file's, read (`fstat`).
+    let len = match env.file_len.load(Ordering::Acquire) {
+        0 => env.data.len()?,
+        known => known,
+    };
     Ok(Some(MappedWrites::new(&*env.data, len, env.page_size)))
 }
 

@@ -970,6 +970,13 @@ impl Drop for WriteTxn<'_> {
             // Gone if the thread is exiting: the table is dropped with this txn.
             let _ = SPARE_NAMED.try_with(|s| s.set(named));
         }
+        if let Some(pages) = self.pages.take_mapped_growth() {
+            // A WRITE_MAP txn that did not commit set the file's length: record it, so
+            // that the next txn's cached length (`commit::mapped_writes`) is exact.
+            self.env
+                .file_len
+                .store(pages * self.env.page_size as u64, Ordering::Release);
+        }
         let mut spare = self.pages.take_spare();
         // The DUPSORT scratch goes to the next txn too, unless a huge set grew it.
         let mut scratch = std::mem::take(&mut self.dup_scratch);
