@@ -517,6 +517,9 @@ impl Env {
             (map_size as usize).max(used as usize),
             write_map,
         )?;
+        if opts.flags & env_flags::NO_READAHEAD != 0 {
+            map.advise_random();
+        }
         Ok(OpenedData {
             data,
             map,

@@ -45,7 +45,12 @@ pub mod env_flags {
     pub const NO_TLS: u32 = 0x200000;
     /// The application serialises access itself.
     pub const NO_LOCK: u32 = 0x400000;
-    /// Accepted (no readahead advice).
+    /// Advise the kernel that the map is read at random (`MADV_RANDOM`), as LMDB does: a
+    /// page fault reads that page, not a readahead window. For databases larger than
+    /// memory read at random. Under `WRITE_MAP` with synced commits it also keeps the
+    /// kernel's page-cache folios at one page, so that a commit's flush writes the pages
+    /// the txn changed and not the large folios around them (see the README's
+    /// Durability section).
     pub const NO_READAHEAD: u32 = 0x800000;
     /// Accepted (ferrocore always zero-fills new pages it writes).
     pub const NO_MEM_INIT: u32 = 0x1000000;

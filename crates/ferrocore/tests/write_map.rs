@@ -302,3 +302,51 @@ fn a_write_map_txn_knows_the_length_an_aborted_txn_left() {
     drop(txn);
     env.check().unwrap();
 }
+
+/// The `VmFlags` of this process's mappings of `file` (from `/proc/self/smaps`).
+fn vm_flags_of(file: &std::path::Path) -> Vec<String> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+    let name = file.to_str().unwrap();
+    let mut flags = Vec::new();
+    let mut in_file = false;
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if first.contains('-') && first.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            in_file = line.ends_with(name);
+        } else if let Some(rest) = line.strip_prefix("VmFlags:") {
+            if in_file {
+                flags.push(rest.trim().to_string());
+            }
+        }
+    }
+    flags
+}
+
+/// `NO_READAHEAD` advises the kernel that the map is read at random, as LMDB's
+/// `MDB_NORDAHEAD` does (`madvise(MADV_RANDOM)`: "rr" in the mapping's `VmFlags`), with or
+/// without `WRITE_MAP`; without the flag the map keeps the kernel's default.
+#[test]
+fn no_readahead_advises_random_reads_on_the_map() {
+    for write_map in [0, env_flags::WRITE_MAP] {
+        for no_readahead in [0, env_flags::NO_READAHEAD] {
+            let dir = tempfile::tempdir().unwrap();
+            let env = open(dir.path(), write_map | no_readahead, None);
+            let mut txn = env.begin_write().unwrap();
+            txn.put(Database::MAIN, b"k", b"v", 0).unwrap();
+            txn.commit().unwrap();
+            let data = dir.path().join("data.mdb").canonicalize().unwrap();
+            let flags = vm_flags_of(&data);
+            assert_eq!(flags.len(), 1, "one map of the data file: {flags:?}");
+            let random = flags[0].split_whitespace().any(|f| f == "rr");
+            assert_eq!(
+                random,
+                no_readahead != 0,
+                "WRITE_MAP {write_map:#x}, NO_READAHEAD {no_readahead:#x}: {flags:?}"
+            );
+            assert_eq!(
+                env.begin_read().unwrap().get(Database::MAIN, b"k").unwrap(),
+                Some(&b"v"[..])
+            );
+        }
+    }
+}

@@ -24,6 +24,9 @@ impl Ferro {
         if writemap {
             flags |= env_flags::WRITE_MAP;
         }
+        if super::no_readahead() {
+            flags |= env_flags::NO_READAHEAD;
+        }
         // SAFETY: the harness owns the directory; nothing else touches its files.
         let env = unsafe {
             EnvOptions::new()

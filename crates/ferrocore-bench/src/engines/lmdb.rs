@@ -211,6 +211,9 @@ impl Lmdb {
             if writemap {
                 flags |= ffi::MDB_WRITEMAP;
             }
+            if super::no_readahead() {
+                flags |= ffi::MDB_NORDAHEAD;
+            }
             check((api.env_open)(env, path.as_ptr(), flags, 0o644), "env_open");
             let mut txn = ptr::null_mut();
             check(

@@ -79,6 +79,13 @@ impl Kind {
     ];
 }
 
+/// True if `FERROBENCH_NO_READAHEAD` is set: ferrocore and LMDB then open with
+/// `NO_READAHEAD` / `MDB_NORDAHEAD` (the map advised `MADV_RANDOM`), to measure what the
+/// advice does (for instance to `WRITE_MAP`'s synced commits on a large file).
+pub fn no_readahead() -> bool {
+    std::env::var_os("FERROBENCH_NO_READAHEAD").is_some()
+}
+
 /// How to open an engine for a workload.
 #[derive(Clone, Copy, Debug)]
 pub struct Config {

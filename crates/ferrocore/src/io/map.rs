@@ -98,6 +98,17 @@ impl Map {
 }
 
 impl Map {
+    /// Advises the kernel that the map is read at random (`MADV_RANDOM`, as LMDB does for
+    /// `MDB_NORDAHEAD`): a fault reads the page it needs, not a readahead window, and the
+    /// page cache keeps what it reads in single pages. Best effort: advice the kernel
+    /// refuses changes nothing else.
+    pub fn advise_random(&self) {
+        // SAFETY: advice about this mapping, which `self` owns and which stays mapped: it
+        // changes how the kernel reads the file into it, never its contents or its
+        // addresses.
+        let _ = unsafe { libc::madvise(self.ptr.cast(), self.len, libc::MADV_RANDOM) };
+    }
+
     /// True if the map was made writable (`WRITE_MAP`).
     pub fn is_writable(&self) -> bool {
         self.writable
