@@ -613,10 +613,12 @@ pub(crate) unsafe fn end_txn(txn: *mut MDB_txn, commit: bool) -> Rc {
         }
         TxnState::Reset(_) | TxnState::Ended => {}
         TxnState::Write(mut place) => {
-            match place.take() {
-                Some(w) if commit => rc = w.commit().rc(),
+            if commit {
+                // Committed in its box, and dropped there: the txn is not moved out.
+                rc = WriteTxn::commit_in_place(&mut place).rc();
+            } else {
                 // Dropped: aborted.
-                _ => {}
+                *place = None;
             }
             if let Ok(mut spare) = t.env().spare_write.lock() {
                 *spare = Some(place);

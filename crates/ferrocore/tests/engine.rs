@@ -756,3 +756,36 @@ fn info_reports_a_long_lived_reader() {
     let info = env.info().unwrap();
     assert_eq!((info.oldest_reader_lag, info.pinned_pages), (0, 0));
 }
+
+/// `WriteTxn::commit_in_place` commits a txn kept in an `Option` where it lies: the slot
+/// is emptied (the writer lock released: another txn begins), the changes are visible and
+/// durable as with `commit`, and an empty slot is `BadTxn`.
+#[test]
+fn commit_in_place_commits_the_txn_in_its_slot_and_empties_it() {
+    let env = TempEnv::new(&env_options());
+    let mut slot = Some(env.begin_write().unwrap());
+    slot.as_mut()
+        .unwrap()
+        .put(Database::MAIN, b"kept", b"in a slot", 0)
+        .unwrap();
+    ferrocore::WriteTxn::commit_in_place(&mut slot).unwrap();
+    assert!(slot.is_none());
+    assert!(matches!(
+        ferrocore::WriteTxn::commit_in_place(&mut slot),
+        Err(Error::BadTxn)
+    ));
+    // The writer lock went with the txn: this would wait forever otherwise.
+    let txn = env.begin_write().unwrap();
+    assert_eq!(
+        txn.get(Database::MAIN, b"kept").unwrap(),
+        Some(&b"in a slot"[..])
+    );
+    drop((txn, slot));
+    let dir = env.close();
+    let env = open(dir.path());
+    let txn = env.begin_read().unwrap();
+    assert_eq!(
+        txn.get(Database::MAIN, b"kept").unwrap(),
+        Some(&b"in a slot"[..])
+    );
+}

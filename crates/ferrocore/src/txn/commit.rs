@@ -80,6 +80,24 @@ pub(crate) enum FileShrink {
 impl WriteTxn<'_> {
     /// Commits: every change becomes durable (unless `NO_SYNC`) and visible atomically.
     pub fn commit(mut self) -> Result<()> {
+        self.commit_here()
+    }
+
+    /// [`WriteTxn::commit`] for a txn kept in `slot` (a field of a struct, a box): commits
+    /// it where it lies and empties the slot, ending the txn, without moving it (over a
+    /// kilobyte) out first. `BadTxn` if the slot is empty.
+    pub fn commit_in_place(slot: &mut Option<WriteTxn<'_>>) -> Result<()> {
+        let result = match slot.as_mut() {
+            Some(txn) => txn.commit_here(),
+            None => return Err(Error::BadTxn),
+        };
+        *slot = None;
+        result
+    }
+
+    /// The commit of the txn in place; dropping it afterwards ends it (and, if the commit
+    /// failed, aborts it).
+    fn commit_here(&mut self) -> Result<()> {
         self.check_usable()?;
         self.env.check_not_forked()?;
         if self.shrink != FileShrink::Now
