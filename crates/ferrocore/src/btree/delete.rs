@@ -23,6 +23,15 @@ thread_local! {
     static MOVE_SCRATCH: std::cell::RefCell<MoveScratch> = std::cell::RefCell::default();
 }
 
+/// Runs `f` with the thread's [`MoveScratch`], or with new buffers if a move or merge
+/// further up the stack holds them.
+fn with_move_scratch<R>(f: impl FnOnce(&mut MoveScratch) -> R) -> R {
+    MOVE_SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut scratch) => f(&mut scratch),
+        Err(_) => f(&mut MoveScratch::default()),
+    })
+}
+
 impl<S: PageStore> TreeMut<'_, S> {
     /// Deletes `key`. Returns false if it was not present.
     pub fn delete(&mut self, key: &[u8]) -> Result<bool> {
@@ -188,20 +197,8 @@ impl<S: PageStore> TreeMut<'_, S> {
     /// Merges page `right` (child `ridx` of `parent`) into its left neighbour `left`.
     /// Returns false, changing nothing, if the two do not fit one page.
     fn merge(&mut self, parent: u64, left: u64, right: u64, ridx: usize) -> Result<bool> {
-        // The thread's buffers, unless a move or merge further up the stack holds them.
-        MOVE_SCRATCH.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut scratch) => {
-                let MoveScratch { nodes, key, .. } = &mut *scratch;
-                self.merge_with(parent, left, right, ridx, nodes, key)
-            }
-            Err(_) => self.merge_with(
-                parent,
-                left,
-                right,
-                ridx,
-                &mut Nodes::default(),
-                &mut Vec::new(),
-            ),
+        with_move_scratch(|MoveScratch { nodes, key, .. }| {
+            self.merge_with(parent, left, right, ridx, nodes, key)
         })
     }
 
@@ -255,21 +252,8 @@ impl<S: PageStore> TreeMut<'_, S> {
         sib: u64,
         sib_right: bool,
     ) -> Result<()> {
-        // The thread's buffers, unless a move further up the stack holds them.
-        MOVE_SCRATCH.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut scratch) => {
-                let MoveScratch { moved, nodes, key } = &mut *scratch;
-                self.move_node_with(path, level, sib, sib_right, moved, nodes, key)
-            }
-            Err(_) => self.move_node_with(
-                path,
-                level,
-                sib,
-                sib_right,
-                &mut Nodes::default(),
-                &mut Nodes::default(),
-                &mut Vec::new(),
-            ),
+        with_move_scratch(|MoveScratch { moved, nodes, key }| {
+            self.move_node_with(path, level, sib, sib_right, moved, nodes, key)
         })
     }
 
