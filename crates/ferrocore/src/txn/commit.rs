@@ -84,8 +84,9 @@ impl WriteTxn<'_> {
     }
 
     /// [`WriteTxn::commit`] for a txn kept in `slot` (a field of a struct, a box): commits
-    /// it where it lies and empties the slot, ending the txn, without moving it (over a
-    /// kilobyte) out first. `BadTxn` if the slot is empty.
+    /// it where it lies, without moving it (over a kilobyte) out first, and empties the
+    /// slot whatever the result, ending the txn (aborted if the commit failed). `BadTxn`
+    /// if the slot is empty.
     pub fn commit_in_place(slot: &mut Option<WriteTxn<'_>>) -> Result<()> {
         let result = match slot.as_mut() {
             Some(txn) => txn.commit_here(),
