@@ -125,7 +125,8 @@ impl WriteTxn<'_> {
             one_state_per_name(&self.named),
             "a named DB has two states in one txn: both records would be written"
         );
-        // Named DBs this txn changed: their records go into the main DB, in handle order.
+        // Named DBs this txn changed: their records go into the main DB (in handle order,
+        // a parked state's last; the order changes nothing but the order of the puts).
         for (_, named) in self.named.iter().filter(|(_, n)| n.dirty) {
             // Under the name it was loaded with (its handle may name another DB by now).
             let mode = PutMode {
