@@ -361,7 +361,7 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
     // Every key below the first record not taken in order is free; a record taken out of
     // order (`take_tail_records`) is deleted, but its key is not reused.
     let max_consumed = pages.reclaim.free_keys_end().saturating_sub(1);
-    // Emptied, the list goes back for the next txn (`take_spare`).
+    // Emptied, the list goes back for the next txn (`release_buffers`).
     pages.reclaim.consumed.clear();
     debug_assert!(
         max_consumed < txnid,
@@ -429,7 +429,7 @@ fn settle(
     lens.clear();
     let mut shrink_tried = false;
     for round in 0..64 {
-        plan_records(&mut pages.free, txnid, max_consumed, cap, planned);
+        plan_records(pages.free_lists_mut(), txnid, max_consumed, cap, planned);
         // A record written in an earlier round stays, empty if need be: deleting it would
         // free its page, which the next round would write again (and so on).
         for (key, _) in lens.iter() {

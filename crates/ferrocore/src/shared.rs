@@ -49,9 +49,10 @@ pub struct EnvInner {
     /// Per named DB (index `dbi - 2`): its latest record, keyed by the txnid from which it
     /// holds, so read txns find it without searching the main DB.
     pub record_cache: Box<[crate::seqcache::Slot<6>]>,
-    /// Page buffers and the dirty-page table kept between write txns (`None` while a
-    /// write txn holds them).
-    pub spare_pages: Mutex<Option<crate::store::SpareBuffers>>,
+    /// The write txn's dirty-page table, free lists and page buffers, kept between txns;
+    /// a write txn holds the lock from its start to its end (taken after the in-process
+    /// writer lock, so it is never contended).
+    pub txn_buffers: Mutex<crate::store::TxnBuffers>,
     /// Set when a commit failed at a step that poisons (see [`crate::commit`]) or a panic
     /// was caught at the C ABI: write txns are refused until the environment is reopened.
     pub failed: AtomicBool,

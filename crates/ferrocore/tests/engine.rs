@@ -789,3 +789,44 @@ fn commit_in_place_commits_the_txn_in_its_slot_and_empties_it() {
         Some(&b"in a slot"[..])
     );
 }
+
+#[test]
+fn a_panic_in_a_write_txn_refuses_writes_until_reopened_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let mut txn = env.begin_write().unwrap();
+    for i in 0..500 {
+        txn.put(MAIN, &key(i), b"committed", 0).unwrap();
+    }
+    txn.commit().unwrap();
+    // The writer lock (and the txn's buffers, locked for its life) are poisoned as the
+    // panic unwinds through the txn's drop, which aborts it.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut txn = env.begin_write().unwrap();
+        for i in 0..500 {
+            txn.put(MAIN, &key(i), b"never committed", 0).unwrap();
+        }
+        panic!("the application fails mid-txn");
+    }));
+    assert!(outcome.is_err());
+    assert!(matches!(env.begin_write(), Err(Error::Panic(_))));
+    let txn = env.begin_read().unwrap();
+    assert_eq!(txn.get(MAIN, &key(7)).unwrap(), Some(&b"committed"[..]));
+    drop(txn);
+    drop(env);
+    let env = open(dir.path());
+    let mut txn = env.begin_write().unwrap();
+    assert_eq!(txn.get(MAIN, &key(7)).unwrap(), Some(&b"committed"[..]));
+    for i in 500..1000 {
+        txn.put(MAIN, &key(i), b"after the panic", 0).unwrap();
+    }
+    txn.commit().unwrap();
+    env.check().unwrap();
+    let txn = env.begin_read().unwrap();
+    assert_eq!(txn.get(MAIN, &key(3)).unwrap(), Some(&b"committed"[..]));
+    assert_eq!(
+        txn.get(MAIN, &key(999)).unwrap(),
+        Some(&b"after the panic"[..])
+    );
+    assert_eq!(txn.stat().entries, 1000);
+}

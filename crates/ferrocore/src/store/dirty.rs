@@ -2,6 +2,7 @@
 //! and past the end, and the spare buffers kept from one txn to the next.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::MutexGuard;
 
 use crate::error::{Error, Result};
 use crate::format::meta::Meta;
@@ -26,28 +27,32 @@ impl PageBuf {
     }
 }
 
-/// What a write txn leaves to the next one so that it allocates less: page buffers and
-/// the dirty-page map's table (emptied); and so that it checks less: the pages known to
-/// be well formed.
+/// The allocations a write txn works in: the dirty-page map, page buffers kept for reuse,
+/// the free-page lists, the pages known to be well formed. They live in the environment
+/// (`EnvInner::txn_buffers`) behind a mutex the write txn holds from its start to its end,
+/// so that beginning and ending a txn moves no buffer, and a txn allocates only what the
+/// last one did not leave (emptied, with its capacity).
 #[derive(Default)]
-pub struct SpareBuffers {
-    /// Single pages (up to 128 MiB of them).
-    pub(super) pages: Vec<Box<[u8]>>,
-    /// An empty dirty-page map with the capacity the last txn needed.
+pub struct TxnBuffers {
+    /// The txn's dirty pages, by page number; empty between txns.
     pub(super) dirty: PgnoMap<PageBuf>,
-    /// Pages whose bytes were checked or written by this handle (see [`CheckedPages`]);
-    /// the next write txn calls [`CheckedPages::begin`] with its base before use.
+    /// Single-page buffers kept for reuse (up to 128 MiB of them, across commits too).
+    pub(super) spare: Vec<Box<[u8]>>,
+    /// A few multi-page buffers kept for reuse (up to 8 runs of up to 16 pages: overflow
+    /// runs, such as a large free-list record that every commit rewrites).
+    pub(super) spare_runs: Vec<Box<[u8]>>,
+    /// Free pages and their provenance; empty between txns.
+    pub free: FreePages,
+    /// Pages of the base snapshot known to be well formed (see [`CheckedPages`]): `touch`
+    /// skips their full check. A write txn calls [`CheckedPages::begin`] with its base
+    /// before use.
     pub checked: CheckedPages,
-    /// The free-page lists, emptied, with the capacity the last txn needed.
-    pub(super) free: FreePages,
-    /// Multi-page buffers (up to 8 runs of up to 16 pages).
-    pub(super) runs: Vec<Box<[u8]>>,
     /// Buffers for taking free-DB records into the pool.
-    pub(super) pool_scratch: PoolScratch,
-    /// The list of consumed free-DB keys, emptied.
-    pub(super) consumed: Vec<u64>,
-    /// The commit's list of dirty pages in write order, emptied.
-    pub(super) write_order: WriteOrder<'static>,
+    pool_scratch: PoolScratch,
+    /// The list of consumed free-DB keys (lent to [`Reclaim`] during a txn), emptied.
+    consumed: Vec<u64>,
+    /// The buffer of [`DirtyPages::sorted_dirty`], empty between commits.
+    write_order: WriteOrder<'static>,
     /// A byte buffer of the txn's own (a DUPSORT put builds sub-pages in it), kept with
     /// the store's: the txn takes it at its start and gives it back at its end.
     pub txn_scratch: Vec<u8>,
@@ -110,35 +115,23 @@ pub struct DirtyPages<'e> {
     pub next_pgno: u64,
     /// Allocation may not reach this page number (the map size limit).
     pub max_pgno: u64,
-    pub(super) dirty: PgnoMap<PageBuf>,
+    /// The dirty pages, free lists and spare buffers, held for the txn's life.
+    pub(super) bufs: MutexGuard<'e, TxnBuffers>,
     /// Set under `WRITE_MAP`: dirty pages live in the map.
     pub(super) mapped: Option<MappedWrites<'e>>,
-    /// Single-page buffers kept for reuse (across commits too).
-    pub(super) spare: Vec<Box<[u8]>>,
-    /// A few multi-page buffers kept for reuse (overflow runs, such as a large free-list
-    /// record that every commit rewrites).
-    pub(super) spare_runs: Vec<Box<[u8]>>,
-    /// Free pages and their provenance.
-    pub free: FreePages,
     /// Where the next free-DB record to reclaim is looked for.
     pub reclaim: Reclaim,
     /// One entry per open nested txn, innermost last: what its abort must undo.
     pub(super) nested: Vec<NestLevel>,
     /// Pages written before commit (a bulk load's finished pages).
     pub(super) early: EarlyWrites<'e>,
-    /// Pages of the base snapshot known to be well formed: `touch` skips their full check.
-    pub(super) checked: CheckedPages,
-    /// Buffers for taking free-DB records into the pool.
-    pool_scratch: PoolScratch,
-    /// The buffer of [`DirtyPages::sorted_dirty`], empty between commits.
-    write_order: WriteOrder<'static>,
     /// Bumped by every change to the free-page lists (`free`): see
     /// [`DirtyPages::free_list_edits`].
     pub(super) free_edits: u64,
     /// Under `WRITE_MAP`: a single page known to be in `dirty` (as one mapped page), or
     /// `NO_PAGE`. A put asks about the same page several times in a row (touch, then the
     /// edit, then the next level's parent); this answers without a look-up. Set only from
-    /// `dirty`, and cleared whenever a page leaves it (`free`, `take_spare`, both `&mut`).
+    /// `dirty`, and cleared whenever a page leaves it (`free`, `release_buffers`, both `&mut`).
     /// Atomic only so that the store stays `Sync` (cursors share it): the txn's thread is
     /// the only one to touch it, and it is a plain load and store.
     mapped_hot: AtomicU64,
@@ -169,63 +162,58 @@ impl<'e> DirtyPages<'e> {
         page_size: usize,
         last_pgno: u64,
         max_pgno: u64,
-        spare: SpareBuffers,
-        reclaim: Reclaim,
+        mut bufs: MutexGuard<'e, TxnBuffers>,
+        mut reclaim: Reclaim,
         mapped: Option<MappedWrites<'e>>,
     ) -> Self {
         assert!(
             mapped.is_none() || map.is_writable(),
             "WRITE_MAP needs a writable map"
         );
-        let SpareBuffers {
-            pages: spare,
-            dirty,
-            checked,
-            free,
-            runs: spare_runs,
-            pool_scratch,
-            consumed,
-            write_order,
-            txn_scratch: _,
-        } = spare;
-        let mut reclaim = reclaim;
-        debug_assert!(reclaim.consumed.is_empty() && consumed.is_empty());
-        reclaim.consumed = consumed;
-        debug_assert!(dirty.is_empty());
-        debug_assert!(free.loose.is_empty() && free.freed.is_empty() && free.pool.is_empty());
+        debug_assert!(reclaim.consumed.is_empty() && bufs.consumed.is_empty());
+        reclaim.consumed = std::mem::take(&mut bufs.consumed);
+        debug_assert!(bufs.dirty.is_empty());
+        debug_assert!({
+            let free = &bufs.free;
+            free.loose.is_empty() && free.freed.is_empty() && free.pool.is_empty()
+        });
         DirtyPages {
             map,
             page_size,
             snapshot_end: last_pgno + 1,
             next_pgno: last_pgno + 1,
             max_pgno,
-            dirty,
+            bufs,
             mapped,
-            spare,
-            spare_runs,
-            free,
             reclaim,
             nested: Vec::new(),
             early: EarlyWrites::default(),
-            checked,
-            pool_scratch,
-            write_order,
             free_edits: 0,
             mapped_hot: AtomicU64::new(NO_PAGE),
         }
     }
 
+    /// The txn's free-page lists.
+    pub fn free_lists_mut(&mut self) -> &mut FreePages {
+        &mut self.bufs.free
+    }
+
     /// Number of dirty pages (runs count once).
     pub fn dirty_count(&self) -> usize {
-        self.dirty.len()
+        self.bufs.dirty.len()
     }
 
     /// The dirty pages sorted by page number, for the commit's write-out (under
     /// `WRITE_MAP`, slices of the map: the pages are in place already). Give the list back
     /// with [`DirtyPages::keep_write_order`] once written, for the next commit to reuse.
     pub fn sorted_dirty(&mut self) -> WriteOrder<'_> {
-        let mut order = recycle_order(std::mem::take(&mut self.write_order));
-        order.extend(self.dirty.iter().map(|(&p, b)| (p, self.dirty_bytes(p, b))));
+        let mut order = recycle_order(std::mem::take(&mut self.bufs.write_order));
+        order.extend(
+            self.bufs
+                .dirty
+                .iter()
+                .map(|(&p, b)| (p, self.dirty_bytes(p, b))),
+        );
         order.sort_unstable_by_key(|&(p, _)| p);
         order
     }
@@ -234,7 +222,7 @@ impl<'e> DirtyPages<'e> {
     /// [`recycle_order`].
     pub fn keep_write_order(&mut self, order: WriteOrder<'static>) {
         debug_assert!(order.is_empty());
-        self.write_order = order;
+        self.bufs.write_order = order;
     }
 
     /// How many times the free-page lists ([`DirtyPages::free`]) changed in this txn: equal
@@ -262,38 +250,41 @@ impl<'e> DirtyPages<'e> {
     /// it made, which the checked set now describes.
     pub fn note_committed(&mut self, meta: &Meta) {
         let page_size = self.page_size;
-        for (&pgno, buf) in &self.dirty {
+        let bufs = &mut *self.bufs;
+        for (&pgno, buf) in &bufs.dirty {
             if buf.len() == page_size {
-                self.checked.insert(pgno);
+                bufs.checked.insert(pgno);
             }
         }
-        self.checked.committed(meta);
+        bufs.checked.committed(meta);
     }
 
     /// After a failed commit: what the file holds is not known, so nothing is trusted.
     pub fn forget_checked(&mut self) {
-        self.checked.forget();
+        self.bufs.checked.forget();
     }
 
-    /// Drops every dirty page, returning buffers for the next transaction: single pages
+    /// Drops every dirty page, keeping buffers for the next transaction: single pages
     /// (as many as this txn dirtied, up to 128 MiB of them), then a few runs of up to 16
-    /// pages. A large txn thus hands its buffers to the next one instead of each allocating
-    /// (and zeroing) pages anew; a huge one (a bulk load) does not pin its memory forever.
-    pub fn take_spare(&mut self) -> SpareBuffers {
+    /// pages; and empties the lists. A large txn thus hands its buffers to the next one
+    /// instead of each allocating (and zeroing) pages anew; a huge one (a bulk load) does
+    /// not pin its memory forever. The txn's end.
+    pub fn release_buffers(&mut self) {
         const KEEP_BYTES: usize = 128 << 20;
         const KEEP_RUNS: usize = 8;
         let ps = self.page_size;
         let keep = KEEP_BYTES / ps;
-        let held = self.dirty.len();
         self.mapped_hot.store(NO_PAGE, Ordering::Relaxed);
-        for (_, b) in self.dirty.drain() {
+        let bufs = &mut *self.bufs;
+        let held = bufs.dirty.len();
+        for (_, b) in bufs.dirty.drain() {
             let PageBuf::Heap(b) = b else { continue };
             if b.len() == ps {
-                if self.spare.len() < keep {
-                    self.spare.push(b);
+                if bufs.spare.len() < keep {
+                    bufs.spare.push(b);
                 }
-            } else if b.len() <= 16 * ps && self.spare_runs.len() < KEEP_RUNS {
-                self.spare_runs.push(b);
+            } else if b.len() <= 16 * ps && bufs.spare_runs.len() < KEEP_RUNS {
+                bufs.spare_runs.push(b);
             }
         }
         // The table keeps its capacity for the next txn, but not far beyond what this one
@@ -301,40 +292,33 @@ impl<'e> DirtyPages<'e> {
         // and draining it here) walks every bucket, and after one large txn every small
         // one would pay for the large one's table (a 1,024-bucket table kept for txns of a
         // few pages cost ~1,000 instructions a commit).
-        if self.dirty.capacity() > 64 && self.dirty.capacity() > 8 * held {
-            self.dirty.shrink_to(2 * held);
+        if bufs.dirty.capacity() > 64 && bufs.dirty.capacity() > 8 * held {
+            bufs.dirty.shrink_to(2 * held);
         }
-        let mut free = std::mem::take(&mut self.free);
-        free.clear();
-        SpareBuffers {
-            pages: std::mem::take(&mut self.spare),
-            dirty: std::mem::take(&mut self.dirty),
-            checked: std::mem::take(&mut self.checked),
-            free,
-            runs: std::mem::take(&mut self.spare_runs),
-            pool_scratch: std::mem::take(&mut self.pool_scratch),
-            consumed: {
-                let mut consumed = std::mem::take(&mut self.reclaim.consumed);
-                consumed.clear();
-                consumed
-            },
-            write_order: std::mem::take(&mut self.write_order),
-            txn_scratch: Vec::new(),
-        }
+        bufs.free.clear();
+        bufs.consumed = std::mem::take(&mut self.reclaim.consumed);
+        bufs.consumed.clear();
+    }
+
+    /// Keeps `scratch` (emptied) for the next txn's [`TxnBuffers::txn_scratch`].
+    pub fn keep_txn_scratch(&mut self, scratch: Vec<u8>) {
+        debug_assert!(scratch.is_empty());
+        self.bufs.txn_scratch = scratch;
     }
 
     /// A buffer of `count` pages, zeroed if new (a spare one holds an old page's bytes).
     pub(super) fn new_buffer(&mut self, count: usize) -> Box<[u8]> {
         if count == 1 {
-            if let Some(b) = self.spare.pop() {
+            if let Some(b) = self.bufs.spare.pop() {
                 return b;
             }
         } else if let Some(i) = self
+            .bufs
             .spare_runs
             .iter()
             .position(|b| b.len() == count * self.page_size)
         {
-            return self.spare_runs.swap_remove(i);
+            return self.bufs.spare_runs.swap_remove(i);
         }
         vec![0u8; count * self.page_size].into_boxed_slice()
     }
@@ -349,13 +333,13 @@ impl<'e> DirtyPages<'e> {
     /// [`DirtyPages::take_free`] without the count of edits.
     fn take_free_run(&mut self, count: usize) -> Option<u64> {
         if count == 1 {
-            if let Some(p) = self.free.loose.pop() {
+            if let Some(p) = self.bufs.free.loose.pop() {
                 return Some(p);
             }
-            return self.free.pool.pop();
+            return self.bufs.free.pool.pop();
         }
         // Runs come only from the pool (sorted descending): find `count` consecutive.
-        let pool = &mut self.free.pool;
+        let pool = &mut self.bufs.free.pool;
         if pool.len() < count {
             return None;
         }
@@ -382,14 +366,15 @@ impl<'e> DirtyPages<'e> {
         self.free_edits += 1;
         // Decoding checked it (`decode_idl_into`): a record lists its pages descending.
         debug_assert!(pages.windows(2).all(|w| w[0] > w[1]), "record out of order");
-        if self.free.pool.is_empty() {
-            self.free.pool.extend_from_slice(pages);
+        if self.bufs.free.pool.is_empty() {
+            self.bufs.free.pool.extend_from_slice(pages);
             return;
         }
-        let merged = &mut self.pool_scratch.merged;
+        let bufs = &mut *self.bufs;
+        let merged = &mut bufs.pool_scratch.merged;
         merged.clear();
-        merge_descending(&self.free.pool, pages, merged);
-        std::mem::swap(&mut self.free.pool, merged);
+        merge_descending(&bufs.free.pool, pages, merged);
+        std::mem::swap(&mut bufs.free.pool, merged);
     }
 
     /// Takes the next free-DB record no reader can see into the pool: false once there is
@@ -398,7 +383,7 @@ impl<'e> DirtyPages<'e> {
         if !self.reclaim.is_active() {
             return Ok(false);
         }
-        let mut pages = std::mem::take(&mut self.pool_scratch.record);
+        let mut pages = std::mem::take(&mut self.bufs.pool_scratch.record);
         let found = self.reclaim.next_record(&*self, &mut pages);
         let taken = match found {
             Ok(Some(key)) => self.take_record(key, &pages, true).map(|()| true),
@@ -408,7 +393,7 @@ impl<'e> DirtyPages<'e> {
             }
             Err(e) => Err(e),
         };
-        self.pool_scratch.record = pages;
+        self.bufs.pool_scratch.record = pages;
         taken
     }
 
@@ -483,7 +468,7 @@ impl<'e> DirtyPages<'e> {
     /// Makes the new pages at `pgno` (in `buf`) dirty pages of the txn.
     fn hold(&mut self, pgno: u64, buf: PageBuf) {
         let hot = matches!(buf, PageBuf::Mapped(len) if len == self.page_size);
-        let old = self.dirty.insert(pgno, buf);
+        let old = self.bufs.dirty.insert(pgno, buf);
         debug_assert!(old.is_none(), "page {pgno} allocated while dirty");
         if hot {
             self.mapped_hot.store(pgno, Ordering::Relaxed);
@@ -500,7 +485,7 @@ impl<'e> DirtyPages<'e> {
         if !self.nested.is_empty() {
             self.save_for_nested(pgno);
         }
-        match self.dirty.get_mut(&pgno) {
+        match self.bufs.dirty.get_mut(&pgno) {
             Some(PageBuf::Heap(page)) => {
                 assert_eq!(page.len(), buf.len(), "swap_page takes one page");
                 std::mem::swap(page, buf);
@@ -527,7 +512,7 @@ impl PageSource for DirtyPages<'_> {
             let end = self.readable_end().max(self.next_pgno);
             return map_pages(self.map, self.page_size, end, pgno, count);
         }
-        if let Some(b) = self.dirty.get(&pgno) {
+        if let Some(b) = self.bufs.dirty.get(&pgno) {
             if b.len() < count * self.page_size {
                 return Err(Error::corrupted(
                     pgno,
@@ -546,7 +531,7 @@ impl PageStore for DirtyPages<'_> {
         if self.mapped_hot.load(Ordering::Relaxed) == pgno {
             return true;
         }
-        match self.dirty.get(&pgno) {
+        match self.bufs.dirty.get(&pgno) {
             Some(PageBuf::Mapped(len)) => {
                 if *len == self.page_size {
                     self.mapped_hot.store(pgno, Ordering::Relaxed);
@@ -566,7 +551,7 @@ impl PageStore for DirtyPages<'_> {
         if self.mapped_hot.load(Ordering::Relaxed) == pgno {
             debug_assert!(
                 self.nested.is_empty()
-                    && matches!(self.dirty.get(&pgno), Some(PageBuf::Mapped(l)) if *l == self.page_size),
+                    && matches!(self.bufs.dirty.get(&pgno), Some(PageBuf::Mapped(l)) if *l == self.page_size),
                 "the hot page {pgno} is not a dirty mapped page"
             );
             // SAFETY: as below: `mapped_hot` names a single page this txn holds in `dirty`
@@ -580,7 +565,7 @@ impl PageStore for DirtyPages<'_> {
         if !self.nested.is_empty() {
             self.save_for_nested(pgno);
         }
-        match self.dirty.get_mut(&pgno) {
+        match self.bufs.dirty.get_mut(&pgno) {
             Some(PageBuf::Heap(b)) => b,
             Some(PageBuf::Mapped(len)) => {
                 if *len == self.page_size {
@@ -607,9 +592,9 @@ impl PageStore for DirtyPages<'_> {
         // Edits in place trust node offsets: check the whole page before taking it over,
         // unless its bytes were checked or written by this handle since (`CheckedPages`).
         let view = crate::format::page::PageView::parse(src, pgno)?;
-        if !self.checked.contains(pgno) {
+        if !self.bufs.checked.contains(pgno) {
             view.validate_all()?;
-            self.checked.insert(pgno);
+            self.bufs.checked.insert(pgno);
         }
         let (lower, upper) = view.bounds();
         // Copy the header and slots, and the nodes; the free gap between them holds
@@ -625,7 +610,7 @@ impl PageStore for DirtyPages<'_> {
             let mapped = self.page_buf_for(new, 1)?;
             self.hold(new, mapped);
             copy(self.dirty_mut(new), new);
-        } else if let Some(mut buf) = self.spare.pop() {
+        } else if let Some(mut buf) = self.bufs.spare.pop() {
             copy(&mut buf, new);
             self.hold(new, PageBuf::Heap(buf));
         } else {
@@ -637,8 +622,8 @@ impl PageStore for DirtyPages<'_> {
             // A page of the base snapshot (not dirty, checked above; at least 2, as every
             // page the map gives out past the metas): what `free` does for it, without its
             // look-ups in the dirty map.
-            debug_assert!(pgno >= 2 && !self.dirty.contains_key(&pgno));
-            self.free.freed.push(pgno);
+            debug_assert!(pgno >= 2 && !self.bufs.dirty.contains_key(&pgno));
+            self.bufs.free.freed.push(pgno);
             self.free_edits += 1;
         } else {
             self.free(pgno, 1)?;
@@ -659,11 +644,11 @@ impl PageStore for DirtyPages<'_> {
                     "freeing more pages than were written",
                 ));
             }
-            self.free.loose.extend(pgno..pgno + u64::from(written));
+            self.bufs.free.loose.extend(pgno..pgno + u64::from(written));
             self.free_edits += 1;
             return Ok(());
         }
-        let held = match self.dirty.get(&pgno) {
+        let held = match self.bufs.dirty.get(&pgno) {
             Some(buf) => count
                 .checked_mul(self.page_size)
                 .is_some_and(|len| len <= buf.len()),
@@ -683,16 +668,16 @@ impl PageStore for DirtyPages<'_> {
         if self.mapped_hot.load(Ordering::Relaxed) == pgno {
             self.mapped_hot.store(NO_PAGE, Ordering::Relaxed);
         }
-        if let Some(buf) = self.dirty.remove(&pgno) {
+        if let Some(buf) = self.bufs.dirty.remove(&pgno) {
             self.unqueue_early(pgno);
             if let PageBuf::Heap(buf) = buf {
                 if buf.len() == self.page_size {
-                    self.spare.push(buf);
+                    self.bufs.spare.push(buf);
                 }
             }
-            self.free.loose.extend(pgno..pgno + count as u64);
+            self.bufs.free.loose.extend(pgno..pgno + count as u64);
         } else {
-            self.free.freed.extend(pgno..pgno + count as u64);
+            self.bufs.free.freed.extend(pgno..pgno + count as u64);
         }
         self.free_edits += 1;
         Ok(())

@@ -89,7 +89,10 @@ impl<'e> DirtyPages<'e> {
                 return Ok(());
             }
         }
-        debug_assert!(self.dirty.contains_key(&pgno), "page {pgno} is not dirty");
+        debug_assert!(
+            self.bufs.dirty.contains_key(&pgno),
+            "page {pgno} is not dirty"
+        );
         self.early.queue.push(pgno);
         if self.early.queue.len() >= EARLY_BATCH {
             self.flush_early()?;
@@ -131,7 +134,7 @@ impl<'e> DirtyPages<'e> {
                 j += 1;
             }
             let run = &queue[i..j];
-            let dirty = &self.dirty;
+            let dirty = &self.bufs.dirty;
             let mut bufs = run.iter().map(|p| match &dirty[p] {
                 PageBuf::Heap(b) => &b[..],
                 PageBuf::Mapped(_) => unreachable!("no early writes under WRITE_MAP"),
@@ -139,12 +142,12 @@ impl<'e> DirtyPages<'e> {
             file.write_vectored_at(queue[i] * ps as u64, &mut bufs)
                 .map_err(Error::Io)?;
             for &p in run {
-                let Some(PageBuf::Heap(buf)) = self.dirty.remove(&p) else {
+                let Some(PageBuf::Heap(buf)) = self.bufs.dirty.remove(&p) else {
                     unreachable!("a queued page is a heap page");
                 };
                 let count = (buf.len() / ps) as u32;
                 if buf.len() == ps {
-                    self.spare.push(buf);
+                    self.bufs.spare.push(buf);
                 }
                 self.early.written.insert(p, count);
             }
@@ -158,7 +161,7 @@ impl<'e> DirtyPages<'e> {
 
     /// Pages in dirty page or run `pgno`.
     fn pages_of(&self, pgno: u64) -> u64 {
-        (self.dirty[&pgno].len() / self.page_size) as u64
+        (self.bufs.dirty[&pgno].len() / self.page_size) as u64
     }
 
     /// Forgets `pgno` in the queue (it is being freed while queued).

@@ -28,7 +28,7 @@ mod snapshot;
 mod tail;
 
 pub use checked::CheckedPages;
-pub use dirty::{recycle_order, DirtyPages, FreePages, SpareBuffers};
+pub use dirty::{recycle_order, DirtyPages, FreePages, TxnBuffers};
 pub use mapped::{mapped_file_len, MappedWrites};
 pub use reclaim::Reclaim;
 pub use snapshot::SnapshotPages;

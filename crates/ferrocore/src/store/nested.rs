@@ -27,7 +27,7 @@ impl DirtyPages<'_> {
         self.nested.push(NestLevel {
             saved: PgnoMap::default(),
             allocated: Default::default(),
-            free: self.free.clone(),
+            free: self.bufs.free.clone(),
             next_pgno: self.next_pgno,
             reclaim: self.reclaim.clone(),
             written_early: (self.early.written.clone(), self.early.end),
@@ -38,16 +38,16 @@ impl DirtyPages<'_> {
     pub fn abort_nested(&mut self) {
         let level = self.nested.pop().expect("a nested txn to abort");
         for pgno in level.allocated {
-            if let Some(PageBuf::Heap(buf)) = self.dirty.remove(&pgno) {
+            if let Some(PageBuf::Heap(buf)) = self.bufs.dirty.remove(&pgno) {
                 if buf.len() == self.page_size {
-                    self.spare.push(buf);
+                    self.bufs.spare.push(buf);
                 }
             }
         }
         for (pgno, buf) in level.saved {
-            self.dirty.insert(pgno, buf);
+            self.bufs.dirty.insert(pgno, buf);
         }
-        self.free = level.free;
+        self.bufs.free = level.free;
         self.free_edits += 1;
         self.next_pgno = level.next_pgno;
         self.reclaim = level.reclaim;
@@ -80,7 +80,7 @@ impl DirtyPages<'_> {
         if level.allocated.contains(&pgno) || level.saved.contains_key(&pgno) {
             return;
         }
-        if let Some(PageBuf::Heap(buf)) = self.dirty.get(&pgno) {
+        if let Some(PageBuf::Heap(buf)) = self.bufs.dirty.get(&pgno) {
             level.saved.insert(pgno, PageBuf::Heap(buf.clone()));
         }
     }

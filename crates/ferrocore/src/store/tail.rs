@@ -24,7 +24,8 @@ impl DirtyPages<'_> {
     /// how many pages went.
     pub fn trim_free_tail(&mut self) -> u64 {
         assert!(self.nested.is_empty(), "trimming inside a nested txn");
-        let FreePages { loose, pool, .. } = &mut self.free;
+        let bufs = &mut *self.bufs;
+        let FreePages { loose, pool, .. } = &mut bufs.free;
         loose.sort_unstable_by(|a, b| b.cmp(a));
         debug_assert!(pool.windows(2).all(|w| w[0] > w[1]), "pool out of order");
         let (mut from_pool, mut from_loose) = (0, 0);
@@ -38,7 +39,7 @@ impl DirtyPages<'_> {
             } else {
                 break;
             }
-            debug_assert!(!self.dirty.contains_key(&last), "free page {last} is dirty");
+            debug_assert!(!bufs.dirty.contains_key(&last), "free page {last} is dirty");
             self.next_pgno = last;
         }
         pool.drain(..from_pool);

@@ -178,15 +178,13 @@ impl<'env> WriteTxn<'env> {
         } else {
             FileShrink::OnCommit
         };
-        let mut spare = match env.spare_pages.lock() {
-            Ok(mut spare) => spare.take().unwrap_or_default(),
-            Err(_) => {
-                env.lock.unlock_writer();
-                return Err(Error::Panic("spare pages lock"));
-            }
+        // Poisoned only with the in-process writer lock, checked above: as that one.
+        let Ok(mut bufs) = env.txn_buffers.lock() else {
+            env.lock.unlock_writer();
+            return Err(Error::Panic("write txn buffers poisoned"));
         };
-        spare.checked.begin(&base);
-        let dup_scratch = std::mem::take(&mut spare.txn_scratch);
+        bufs.checked.begin(&base);
+        let dup_scratch = std::mem::take(&mut bufs.txn_scratch);
         // Under WRITE_MAP the txn's pages are built in the map, within the file.
         let mapped = match super::commit::mapped_writes(env) {
             Ok(mapped) => mapped,
@@ -213,7 +211,7 @@ impl<'env> WriteTxn<'env> {
             env.page_size,
             base.last_pgno,
             env.max_pgno(),
-            spare,
+            bufs,
             Reclaim::new(base.free_db, limit, freelist::next_reclaimable),
             mapped,
         );
@@ -977,17 +975,15 @@ impl Drop for WriteTxn<'_> {
                 .file_len
                 .store(pages * self.env.page_size as u64, Ordering::Release);
         }
-        let mut spare = self.pages.take_spare();
+        self.pages.release_buffers();
         // The DUPSORT scratch goes to the next txn too, unless a huge set grew it.
         let mut scratch = std::mem::take(&mut self.dup_scratch);
         if scratch.capacity() <= 1 << 16 {
             scratch.clear();
-            spare.txn_scratch = scratch;
+            self.pages.keep_txn_scratch(scratch);
         }
-        if let Ok(mut s) = self.env.spare_pages.lock() {
-            *s = Some(spare);
-        }
-        // The cross-process writer mutex; the in-process one goes with `_guard` just after.
+        // The cross-process writer mutex; the in-process one goes with `_guard` just after
+        // (and the buffers' lock with `pages` before it).
         self.env.lock.unlock_writer();
     }
 }
