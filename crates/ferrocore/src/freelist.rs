@@ -34,14 +34,7 @@ pub fn next_reclaimable(
     }
     // The record is read from the leaf the search returns (the usual case), else, when
     // every key of that leaf is below `from`, from the next leaf.
-    let mut path = crate::btree::Path::default();
-    let (idx, _, leaf) = crate::btree::search_leaf(
-        src,
-        free_db,
-        KeyCmp::Integer,
-        &from.to_le_bytes(),
-        &mut path,
-    )?;
+    let (leaf, idx, _) = crate::btree::integer_key_leaf(src, free_db, from)?;
     let (key, value, leaf_pgno) = if idx < leaf.num_keys() {
         let node = leaf.node(idx)?;
         let key = record_key(node.key, leaf.pgno())?;

@@ -214,6 +214,26 @@ pub fn search_leaf<'s, S: PageSource + ?Sized>(
     Ok((idx, exact, leaf))
 }
 
+/// Descends an integer-keyed tree (the free DB) to the leaf that covers `key`, recording
+/// no path: the leaf's view, the first slot whose key is `>= key`, and whether it holds
+/// `key`. The tree must not be empty.
+pub fn integer_key_leaf<'s, S: PageSource + ?Sized>(
+    src: &'s S,
+    db: &DbRecord,
+    key: u64,
+) -> Result<(PageView<'s>, usize, bool)> {
+    let key = key.to_le_bytes();
+    descend(
+        src,
+        db,
+        &mut NoTrail,
+        0,
+        db.root,
+        Descend::Key(&key),
+        crate::order::cmp_integer,
+    )
+}
+
 /// Reads the value of a leaf node, following an overflow run if it has one.
 #[inline]
 pub fn node_value<'s, S: PageSource + ?Sized>(src: &'s S, node: &Node<'s>) -> Result<&'s [u8]> {
