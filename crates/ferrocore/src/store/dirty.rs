@@ -131,9 +131,9 @@ pub struct DirtyPages<'e> {
     /// Under `WRITE_MAP`: a single page known to be in `dirty` (as one mapped page), or
     /// `NO_PAGE`. A put asks about the same page several times in a row (touch, then the
     /// edit, then the next level's parent); this answers without a look-up. Set only from
-    /// `dirty`, and cleared whenever a page leaves it (`free`, `release_buffers`, both `&mut`).
-    /// Atomic only so that the store stays `Sync` (cursors share it): the txn's thread is
-    /// the only one to touch it, and it is a plain load and store.
+    /// `dirty`, and cleared whenever a page leaves it (`free`, `release_buffers`, both
+    /// `&mut`). Atomic only so that the store stays `Sync` (cursors share it): the txn's
+    /// thread is the only one to touch it, and it is a plain load and store.
     mapped_hot: AtomicU64,
 }
 
