@@ -211,6 +211,10 @@ fn max_inline_record(page_size: usize) -> usize {
     room / 8 * 8
 }
 
+/// The most pages a remainder of the pool that joins the txn's own record may have (see
+/// [`plan_records`]): a one-put commit's worth, and then some.
+const SMALL_POOL: usize = 16;
+
 /// The most page numbers a record of the pool is written back with: a page's worth, as
 /// LMDB's `maxfree_1pg`. The next txn then reads (and rewrites) at most a page of them per
 /// record it takes, however many pages are free in the file.
@@ -231,10 +235,19 @@ struct PlannedRecord {
 /// Those keys are free: records are taken oldest first, so every key up to the newest
 /// taken was taken (and deleted). The lowest pages go under the lowest key, to be taken
 /// first. Without a key to use (`max_consumed` 0), the pool joins the txn's own record.
+///
+/// So does a pool of at most [`SMALL_POOL`] pages when no reader holds a snapshot older
+/// than the txn's base (`no_older_reader`). Written back on its own, such a remainder is
+/// the oldest record, too small for the next txn, which takes it and the record after it
+/// and leaves a remainder in turn: two records taken and two written on every commit (W8's
+/// one-put commits: 1.8 of each, where one of each suffices). In the txn's own record
+/// (reusable two commits later when no reader is older) the next txn takes one record, as
+/// large as what it frees. A reader older than the base would keep such pages from reuse
+/// until it ends: then the pool goes back under the old keys, as LMDB's does.
 fn plan_records(
     free: &mut crate::store::FreePages,
     txnid: u64,
-    max_consumed: u64,
+    (max_consumed, no_older_reader): (u64, bool),
     cap: usize,
     out: &mut Vec<PlannedRecord>,
 ) {
@@ -260,9 +273,9 @@ fn plan_records(
     let pool = &free.pool[..];
     if pool.is_empty() {
         // Nothing taken and left over: the txn's own record only.
-    } else if max_consumed == 0 {
-        // No key is free (the pool comes from records taken out of order): the pool joins
-        // the txn's own record.
+    } else if max_consumed == 0 || (no_older_reader && pool.len() <= SMALL_POOL) {
+        // No key is free (the pool comes from records taken out of order), or the pool is
+        // a small remainder: it joins the txn's own record.
         let mut joined = Vec::with_capacity(records[own].pages.len() + pool.len());
         crate::store::merge_descending(&records[own].pages, pool, &mut joined);
         records[own].pages = joined;
@@ -412,6 +425,8 @@ fn settle(
 ) -> Result<()> {
     let page_size = pages.page_size();
     let cap = pool_record_cap(page_size);
+    // Records up to the base's are reusable: no reader is older than the base.
+    let no_older_reader = pages.reclaim.limit() >= txnid - 1;
     let inline_max = max_inline_record(page_size);
     let SaveScratch {
         written,
@@ -422,7 +437,13 @@ fn settle(
     lens.clear();
     let mut shrink_tried = false;
     for round in 0..64 {
-        plan_records(pages.free_lists_mut(), txnid, max_consumed, cap, planned);
+        plan_records(
+            pages.free_lists_mut(),
+            txnid,
+            (max_consumed, no_older_reader),
+            cap,
+            planned,
+        );
         // A record written in an earlier round stays, empty if need be: deleting it would
         // free its page, which the next round would write again (and so on).
         for (key, _) in lens.iter() {
@@ -569,5 +590,37 @@ mod tests {
             // Room for a few more pages where there is some.
             assert!(slack_len(80, page_size) > 80);
         }
+    }
+
+    /// The pool's remainder goes back under the newest key taken, or, when small and no
+    /// reader is older than the base, into the txn's own record.
+    #[test]
+    fn a_small_remainder_joins_the_own_record_unless_an_older_reader_would_pin_it() {
+        let free = |pool: Vec<u64>| crate::store::FreePages {
+            loose: vec![40],
+            freed: vec![30, 31],
+            pool,
+        };
+        let plan = |free: &mut crate::store::FreePages, no_older_reader| {
+            let mut out = Vec::new();
+            plan_records(free, 100, (7, no_older_reader), 509, &mut out);
+            out.into_iter()
+                .map(|r| (r.key, r.pages))
+                .collect::<Vec<_>>()
+        };
+        let small: Vec<u64> = (50..50 + SMALL_POOL as u64).rev().collect();
+        let mut joined = vec![40, 31, 30];
+        joined.extend(&small);
+        joined.sort_unstable_by(|a, b| b.cmp(a));
+        assert_eq!(plan(&mut free(small.clone()), true), [(100, joined)]);
+        assert_eq!(
+            plan(&mut free(small.clone()), false),
+            [(100, vec![40, 31, 30]), (7, small)]
+        );
+        let large: Vec<u64> = (50..51 + SMALL_POOL as u64).rev().collect();
+        assert_eq!(
+            plan(&mut free(large.clone()), true),
+            [(100, vec![40, 31, 30]), (7, large)]
+        );
     }
 }

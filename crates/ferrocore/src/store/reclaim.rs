@@ -63,6 +63,12 @@ impl Reclaim {
         (self.find)(src, &self.free_db, self.next_key, self.limit, pages)
     }
 
+    /// Records with keys below this may be taken (no reader and no durable meta reaches
+    /// their pages).
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
     /// Records that `key` was taken.
     pub fn consumed(&mut self, key: u64) {
         self.consumed.push(key);
