@@ -276,9 +276,7 @@ fn plan_records(
     } else if max_consumed == 0 || (no_older_reader && pool.len() <= SMALL_POOL) {
         // No key is free (the pool comes from records taken out of order), or the pool is
         // a small remainder: it joins the txn's own record.
-        let mut joined = Vec::with_capacity(records[own].pages.len() + pool.len());
-        crate::store::merge_descending(&records[own].pages, pool, &mut joined);
-        records[own].pages = joined;
+        crate::store::merge_descending_into(&mut records[own].pages, pool);
     } else {
         let chunks = (pool.len().div_ceil(cap) as u64).min(max_consumed);
         // With too few keys, the records share the pool evenly (larger than a page), as

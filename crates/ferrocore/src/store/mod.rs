@@ -124,9 +124,40 @@ pub fn merge_descending(a: &[u64], b: &[u64], out: &mut Vec<u64>) {
     out.extend_from_slice(long);
 }
 
+/// Merges `src` into `dst`, both in descending order, keeping `dst` descending, in `dst`'s
+/// own allocation (grown if need be). From the back, driven by the shorter list: each of
+/// its elements finds its place in the other with a binary search, and the run between
+/// two of them moves in one block (the txn's few freed pages into a pool of hundreds, or
+/// the other way).
+pub fn merge_descending_into(dst: &mut Vec<u64>, src: &[u64]) {
+    let (mut kept, mut from) = (dst.len(), src.len());
+    dst.resize(kept + from, 0);
+    // `dst[..kept]` and `src[..from]` are left to merge; `dst[kept + from..]` is final.
+    if from <= kept {
+        while from > 0 {
+            let x = src[from - 1];
+            // The elements of `dst` below `x` go after it.
+            let p = dst[..kept].partition_point(|&y| y >= x);
+            dst.copy_within(p..kept, p + from);
+            dst[p + from - 1] = x;
+            (kept, from) = (p, from - 1);
+        }
+    } else {
+        while kept > 0 {
+            let x = dst[kept - 1];
+            // The elements of `src` below `x` go after it.
+            let q = src[..from].partition_point(|&y| y >= x);
+            dst[kept + q..kept + from].copy_from_slice(&src[q..from]);
+            dst[kept + q - 1] = x;
+            (kept, from) = (kept - 1, q);
+        }
+        dst[..from].copy_from_slice(&src[..from]);
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::merge_descending;
+    use super::{merge_descending, merge_descending_into};
 
     #[test]
     fn merge_descending_matches_a_sort() {
@@ -149,6 +180,9 @@ mod tests {
             want.sort_unstable_by(|x, y| y.cmp(x));
             assert_eq!(out[0], 9999, "appends to what `out` holds");
             assert_eq!(&out[1..], &want[..], "a={a:?} b={b:?}");
+            let mut merged = a.clone();
+            merge_descending_into(&mut merged, &b);
+            assert_eq!(merged, want, "in place: a={a:?} b={b:?}");
         }
     }
 }
