@@ -250,9 +250,10 @@ fn plan_records(
     (max_consumed, no_older_reader): (u64, bool),
     cap: usize,
     out: &mut Vec<PlannedRecord>,
+    sort_scratch: &mut Vec<u64>,
 ) {
-    free.loose.sort_unstable_by(|a, b| b.cmp(a));
-    free.freed.sort_unstable_by(|a, b| b.cmp(a));
+    crate::store::sort_pgnos_descending(&mut free.loose, sort_scratch);
+    crate::store::sort_pgnos_descending(&mut free.freed, sort_scratch);
     debug_assert!(
         free.pool.windows(2).all(|w| w[0] > w[1]),
         "pool out of order"
@@ -390,6 +391,8 @@ struct SaveScratch {
     lens: Vec<(u64, usize)>,
     /// A record's encoded value.
     value: Vec<u8>,
+    /// The second buffer of the free lists' sort.
+    sort_scratch: Vec<u64>,
 }
 
 impl SaveScratch {
@@ -403,6 +406,9 @@ impl SaveScratch {
         }
         if self.value.capacity() > 8 * KEEP {
             self.value = Vec::new();
+        }
+        if self.sort_scratch.capacity() > KEEP {
+            self.sort_scratch = Vec::new();
         }
     }
 }
@@ -431,6 +437,7 @@ fn settle(
         planned,
         lens,
         value,
+        sort_scratch,
     } = scratch;
     lens.clear();
     let mut shrink_tried = false;
@@ -441,6 +448,7 @@ fn settle(
             (max_consumed, no_older_reader),
             cap,
             planned,
+            sort_scratch,
         );
         // A record written in an earlier round stays, empty if need be: deleting it would
         // free its page, which the next round would write again (and so on).
@@ -601,7 +609,14 @@ mod tests {
         };
         let plan = |free: &mut crate::store::FreePages, no_older_reader| {
             let mut out = Vec::new();
-            plan_records(free, 100, (7, no_older_reader), 509, &mut out);
+            plan_records(
+                free,
+                100,
+                (7, no_older_reader),
+                509,
+                &mut out,
+                &mut Vec::new(),
+            );
             out.into_iter()
                 .map(|r| (r.key, r.pages))
                 .collect::<Vec<_>>()

@@ -53,6 +53,10 @@ pub struct TxnBuffers {
     consumed: Vec<u64>,
     /// The buffer of [`DirtyPages::sorted_dirty`], empty between commits.
     write_order: WriteOrder<'static>,
+    /// The dirty page numbers [`DirtyPages::sorted_dirty`] sorts, and its sort's second
+    /// buffer.
+    sorted_pgnos: Vec<u64>,
+    sort_scratch: Vec<u64>,
     /// A byte buffer of the txn's own (a DUPSORT put builds sub-pages in it), kept with
     /// the store's: the txn takes it at its start and gives it back at its end.
     pub txn_scratch: Vec<u8>,
@@ -208,13 +212,28 @@ impl<'e> DirtyPages<'e> {
     /// with [`DirtyPages::keep_write_order`] once written, for the next commit to reuse.
     pub fn sorted_dirty(&mut self) -> WriteOrder<'_> {
         let mut order = recycle_order(std::mem::take(&mut self.bufs.write_order));
+        if self.bufs.dirty.len() < RADIX_FROM {
+            // A few pages: sorted where they are listed.
+            order.extend(
+                self.bufs
+                    .dirty
+                    .iter()
+                    .map(|(&p, b)| (p, self.dirty_bytes(p, b))),
+            );
+            order.sort_unstable_by_key(|&(p, _)| p);
+            return order;
+        }
+        // Many: their numbers sorted by radix, then listed in that order.
+        let bufs = &mut *self.bufs;
+        bufs.sorted_pgnos.clear();
+        bufs.sorted_pgnos.extend(bufs.dirty.keys());
+        sort_pgnos(&mut bufs.sorted_pgnos, &mut bufs.sort_scratch);
+        let bufs = &*self.bufs;
         order.extend(
-            self.bufs
-                .dirty
+            bufs.sorted_pgnos
                 .iter()
-                .map(|(&p, b)| (p, self.dirty_bytes(p, b))),
+                .map(|&p| (p, self.dirty_bytes(p, &bufs.dirty[&p]))),
         );
-        order.sort_unstable_by_key(|&(p, _)| p);
         order
     }
 
@@ -296,6 +315,13 @@ impl<'e> DirtyPages<'e> {
             bufs.dirty.shrink_to(2 * held);
         }
         bufs.free.clear();
+        for list in [&mut bufs.sorted_pgnos, &mut bufs.sort_scratch] {
+            // As the free lists: kept for the next txn, but not a huge one's.
+            list.clear();
+            if list.capacity() > 1 << 16 {
+                *list = Vec::new();
+            }
+        }
         bufs.consumed = std::mem::take(&mut self.reclaim.consumed);
         bufs.consumed.clear();
     }

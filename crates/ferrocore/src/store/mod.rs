@@ -155,9 +155,90 @@ pub fn merge_descending_into(dst: &mut Vec<u64>, src: &[u64]) {
     }
 }
 
+/// The shortest list [`sort_pgnos`] sorts by radix (a comparison sort of a shorter one costs
+/// less than the radix sort's passes over its 256 counters).
+pub const RADIX_FROM: usize = 64;
+
+/// [`sort_pgnos`], descending (the free lists' order).
+pub fn sort_pgnos_descending(pgnos: &mut Vec<u64>, scratch: &mut Vec<u64>) {
+    if pgnos.len() < RADIX_FROM {
+        pgnos.sort_unstable_by(|a, b| b.cmp(a));
+    } else {
+        sort_pgnos(pgnos, scratch);
+        pgnos.reverse();
+    }
+}
+
+/// Sorts page numbers ascending. A list of more than a few dozen goes through a radix sort
+/// by bytes, least significant first, over only the bytes the largest number uses, with
+/// `scratch` as the second buffer: a commit of a thousand random puts sorts about 1,500
+/// dirty pages, and a comparison sort of them was a tenth of the txn's instructions.
+pub fn sort_pgnos(pgnos: &mut Vec<u64>, scratch: &mut Vec<u64>) {
+    if pgnos.len() < RADIX_FROM {
+        pgnos.sort_unstable();
+        return;
+    }
+    let max = pgnos.iter().copied().max().unwrap_or(0);
+    let bytes = (u64::BITS - max.leading_zeros()).div_ceil(8);
+    scratch.clear();
+    scratch.resize(pgnos.len(), 0);
+    for byte in 0..bytes {
+        let shift = 8 * byte;
+        let digit = |p: u64| (p >> shift) as usize & 0xff;
+        let mut counts = [0usize; 256];
+        for &p in pgnos.iter() {
+            counts[digit(p)] += 1;
+        }
+        if counts.contains(&pgnos.len()) {
+            continue; // every number has the same byte here: nothing moves
+        }
+        let mut next = [0usize; 256];
+        let mut sum = 0;
+        for (start, &count) in next.iter_mut().zip(&counts) {
+            *start = sum;
+            sum += count;
+        }
+        for &p in pgnos.iter() {
+            let d = digit(p);
+            scratch[next[d]] = p;
+            next[d] += 1;
+        }
+        std::mem::swap(pgnos, scratch);
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{merge_descending, merge_descending_into};
+    use super::{merge_descending, merge_descending_into, sort_pgnos, sort_pgnos_descending};
+
+    #[test]
+    fn sort_pgnos_matches_a_sort() {
+        let mut seed = 11u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 20
+        };
+        let mut scratch = vec![1, 2, 3];
+        for round in 0..300usize {
+            let len = [0, 1, 5, 63, 64, 65, 200, 1500][round % 8];
+            // Ranges from a byte to five: passes skipped where every number agrees.
+            let range = 1u64 << (8 * (1 + round % 5));
+            let mut pgnos: Vec<u64> = (0..len).map(|_| next() % range).collect();
+            if round % 7 == 0 {
+                pgnos.iter_mut().for_each(|p| *p |= 0xAB00); // a constant middle byte
+            }
+            let mut want = pgnos.clone();
+            want.sort_unstable();
+            let mut descending = pgnos.clone();
+            sort_pgnos(&mut pgnos, &mut scratch);
+            assert_eq!(pgnos, want, "round {round}");
+            sort_pgnos_descending(&mut descending, &mut scratch);
+            want.reverse();
+            assert_eq!(descending, want, "round {round}, descending");
+        }
+    }
 
     #[test]
     fn merge_descending_matches_a_sort() {
