@@ -227,7 +227,10 @@ mod tests {
             let range = 1u64 << (8 * (1 + round % 5));
             let mut pgnos: Vec<u64> = (0..len).map(|_| next() % range).collect();
             if round % 7 == 0 {
-                pgnos.iter_mut().for_each(|p| *p |= 0xAB00); // a constant middle byte
+                // A constant middle byte.
+                for p in &mut pgnos {
+                    *p |= 0xAB00;
+                }
             }
             let mut want = pgnos.clone();
             want.sort_unstable();
