@@ -47,8 +47,10 @@ pub struct TxnBuffers {
     /// skips their full check. A write txn calls [`CheckedPages::begin`] with its base
     /// before use.
     pub checked: CheckedPages,
-    /// Buffers for taking free-DB records into the pool.
-    pool_scratch: PoolScratch,
+    /// The pages of the free-DB record being taken into the pool.
+    record_pages: Vec<u64>,
+    /// The pool merged with them, swapped in as the pool.
+    pool_merged: Vec<u64>,
     /// The list of consumed free-DB keys (lent to [`Reclaim`] during a txn), emptied.
     consumed: Vec<u64>,
     /// The buffer of [`DirtyPages::sorted_dirty`], empty between commits.
@@ -74,15 +76,6 @@ pub fn recycle_order<'b>(mut order: WriteOrder<'_>) -> WriteOrder<'b> {
     order.into_iter().map(|(pgno, _)| (pgno, &[][..])).collect()
 }
 
-/// The buffers a txn takes free-DB records into its pool with, kept from txn to txn.
-#[derive(Default)]
-pub(super) struct PoolScratch {
-    /// The pages of the record being taken.
-    record: Vec<u64>,
-    /// The pool merged with them, swapped in as the pool.
-    merged: Vec<u64>,
-}
-
 /// Free pages known to the write transaction, and where they came from.
 #[derive(Default, Debug, Clone)]
 pub struct FreePages {
@@ -99,12 +92,8 @@ impl FreePages {
     /// Empties the lists, keeping their capacity for the next txn (but not that of a huge
     /// one).
     fn clear(&mut self) {
-        const KEEP: usize = 1 << 16;
         for list in [&mut self.loose, &mut self.freed, &mut self.pool] {
-            list.clear();
-            if list.capacity() > KEEP {
-                *list = Vec::new();
-            }
+            empty_keeping(list, 1 << 16);
         }
     }
 }
@@ -316,11 +305,7 @@ impl<'e> DirtyPages<'e> {
         }
         bufs.free.clear();
         for list in [&mut bufs.sorted_pgnos, &mut bufs.sort_scratch] {
-            // As the free lists: kept for the next txn, but not a huge one's.
-            list.clear();
-            if list.capacity() > 1 << 16 {
-                *list = Vec::new();
-            }
+            empty_keeping(list, 1 << 16);
         }
         bufs.consumed = std::mem::take(&mut self.reclaim.consumed);
         bufs.consumed.clear();
@@ -397,7 +382,7 @@ impl<'e> DirtyPages<'e> {
             return;
         }
         let bufs = &mut *self.bufs;
-        let merged = &mut bufs.pool_scratch.merged;
+        let merged = &mut bufs.pool_merged;
         merged.clear();
         merge_descending(&bufs.free.pool, pages, merged);
         std::mem::swap(&mut bufs.free.pool, merged);
@@ -409,7 +394,7 @@ impl<'e> DirtyPages<'e> {
         if !self.reclaim.is_active() {
             return Ok(false);
         }
-        let mut pages = std::mem::take(&mut self.bufs.pool_scratch.record);
+        let mut pages = std::mem::take(&mut self.bufs.record_pages);
         let found = self.reclaim.next_record(&*self, &mut pages);
         let taken = match found {
             Ok(Some(key)) => self.take_record(key, &pages, true).map(|()| true),
@@ -419,7 +404,7 @@ impl<'e> DirtyPages<'e> {
             }
             Err(e) => Err(e),
         };
-        self.bufs.pool_scratch.record = pages;
+        self.bufs.record_pages = pages;
         taken
     }
 

@@ -124,6 +124,16 @@ pub fn merge_descending(a: &[u64], b: &[u64], out: &mut Vec<u64>) {
     out.extend_from_slice(long);
 }
 
+/// Empties `list`, keeping its allocation for the next txn unless a huge txn grew it past
+/// `keep` elements.
+#[inline]
+pub(crate) fn empty_keeping<T>(list: &mut Vec<T>, keep: usize) {
+    list.clear();
+    if list.capacity() > keep {
+        *list = Vec::new();
+    }
+}
+
 /// Merges `src` into `dst`, both in descending order, keeping `dst` descending, in `dst`'s
 /// own allocation (grown if need be). From the back, driven by the shorter list: each of
 /// its elements finds its place in the other with a binary search, and the run between
@@ -211,15 +221,19 @@ pub fn sort_pgnos(pgnos: &mut Vec<u64>, scratch: &mut Vec<u64>) {
 mod tests {
     use super::{merge_descending, merge_descending_into, sort_pgnos, sort_pgnos_descending};
 
-    #[test]
-    fn sort_pgnos_matches_a_sort() {
-        let mut seed = 11u64;
-        let mut next = || {
+    /// A reproducible stream of pseudo-random numbers (an LCG's high `64 - shift` bits).
+    fn numbers(mut seed: u64, shift: u32) -> impl FnMut() -> u64 {
+        move || {
             seed = seed
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
-            seed >> 20
-        };
+            seed >> shift
+        }
+    }
+
+    #[test]
+    fn sort_pgnos_matches_a_sort() {
+        let mut next = numbers(11, 20);
         let mut scratch = vec![1, 2, 3];
         for round in 0..300usize {
             let len = [0, 1, 5, 63, 64, 65, 200, 1500][round % 8];
@@ -245,13 +259,7 @@ mod tests {
 
     #[test]
     fn merge_descending_matches_a_sort() {
-        let mut seed = 7u64;
-        let mut next = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            seed >> 33
-        };
+        let mut next = numbers(7, 33);
         for round in 0..200 {
             let (na, nb) = ((next() % 40) as usize, (next() % (1 + round)) as usize);
             let mut a: Vec<u64> = (0..na).map(|_| next() % 500).collect();
