@@ -135,15 +135,27 @@ pub(crate) fn empty_keeping<T>(list: &mut Vec<T>, keep: usize) {
 }
 
 /// Merges `src` into `dst`, both in descending order, keeping `dst` descending, in `dst`'s
-/// own allocation (grown if need be). From the back, driven by the shorter list: each of
-/// its elements finds its place in the other with a binary search, and the run between
-/// two of them moves in one block (the txn's few freed pages into a pool of hundreds, or
-/// the other way).
+/// own allocation (grown if need be). From the back. Lists of like lengths merge element
+/// by element; otherwise the merge is driven by the shorter list: each of its elements
+/// finds its place in the other with a binary search, and the run between two of them
+/// moves in one block (the txn's few freed pages into a pool of hundreds, or the other
+/// way).
 pub fn merge_descending_into(dst: &mut Vec<u64>, src: &[u64]) {
     let (mut kept, mut from) = (dst.len(), src.len());
     dst.resize(kept + from, 0);
     // `dst[..kept]` and `src[..from]` are left to merge; `dst[kept + from..]` is final.
-    if from <= kept {
+    if kept.min(from) * 8 >= kept.max(from) {
+        // The smallest of the two lists' last elements goes last.
+        while from > 0 {
+            if kept > 0 && dst[kept - 1] < src[from - 1] {
+                dst[kept + from - 1] = dst[kept - 1];
+                kept -= 1;
+            } else {
+                dst[kept + from - 1] = src[from - 1];
+                from -= 1;
+            }
+        }
+    } else if from <= kept {
         while from > 0 {
             let x = src[from - 1];
             // The elements of `dst` below `x` go after it.
