@@ -560,7 +560,7 @@ impl Env {
                 meta_cache: Default::default(),
                 record_cache: (0..opts.max_dbs).map(|_| Default::default()).collect(),
                 map_size_explicit: AtomicBool::new(file.explicit),
-                txn_buffers: Mutex::default(),
+                txn_buffers: Mutex::new(crate::store::TxnBuffers::presized()),
                 failed: AtomicBool::new(false),
                 fork_generation: fork::generation(),
                 txn_serial: AtomicU64::new(0),

@@ -380,7 +380,6 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
 }
 
 /// The buffers the saving rounds build records in, kept from commit to commit.
-#[derive(Default)]
 struct SaveScratch {
     /// What the last round wrote (left over from the last commit before the first round:
     /// read only once `lens` names a key of this commit's).
@@ -393,6 +392,20 @@ struct SaveScratch {
     value: Vec<u8>,
     /// The second buffer of the free lists' sort.
     sort_scratch: Vec<u64>,
+}
+
+impl Default for SaveScratch {
+    /// Room for a page's worth of record and a few hundred pages to sort, so that the
+    /// first commits of a thread do not grow them step by step.
+    fn default() -> Self {
+        SaveScratch {
+            written: Vec::new(),
+            planned: Vec::new(),
+            lens: Vec::new(),
+            value: Vec::with_capacity(4096),
+            sort_scratch: Vec::with_capacity(512),
+        }
+    }
 }
 
 impl SaveScratch {

@@ -5,7 +5,8 @@ use crate::format::page::{edit, even, read_u16, NodeValue, PageView, NODE_HEADER
 
 thread_local! {
     /// A split's scratch: the new node, the page's nodes, and the separator key.
-    pub(super) static SPLIT_SCRATCH: std::cell::RefCell<(Nodes, Nodes, Vec<u8>)> = Default::default();
+    pub(super) static SPLIT_SCRATCH: std::cell::RefCell<(Nodes, Nodes, Vec<u8>)> =
+        std::cell::RefCell::new((Nodes::with_room(), Nodes::with_room(), Vec::new()));
 }
 
 /// Nodes copied out of pages in their stored form (header, key, data), packed in one
@@ -20,6 +21,17 @@ pub(super) struct Nodes {
 }
 
 impl Nodes {
+    /// An empty list with room for the nodes of a full 4 KiB page and a separator or two
+    /// (a split's copy of the page), so that a thread's first splits do not grow it in
+    /// steps.
+    pub(super) fn with_room() -> Self {
+        Nodes {
+            bytes: Vec::with_capacity(8192),
+            spans: Vec::with_capacity(256),
+            fixed: 0,
+        }
+    }
+
     /// Empties the list for nodes of pages like `page`, keeping its allocations.
     pub(super) fn reset_like(&mut self, page: &PageView<'_>) {
         self.bytes.clear();

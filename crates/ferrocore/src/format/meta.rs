@@ -98,6 +98,7 @@ impl DbRecord {
     }
 
     /// Encodes the record into 48 bytes.
+    #[inline]
     pub fn encode(&self, b: &mut [u8]) {
         write_u32(b, 0, self.pad);
         write_u16(b, 4, self.flags);

@@ -39,6 +39,14 @@ pub struct CheckedPages {
 }
 
 impl CheckedPages {
+    /// An empty set with room for page numbers below `pages` without growing.
+    pub fn with_room_for(pages: usize) -> Self {
+        CheckedPages {
+            as_of: None,
+            bits: Vec::with_capacity(pages.div_ceil(64)),
+        }
+    }
+
     /// Readies the set for a write txn over `base`: keeps it if `base` is the snapshot it
     /// describes, forgets everything otherwise (someone else committed).
     pub fn begin(&mut self, base: &Meta) {

@@ -64,6 +64,39 @@ pub struct TxnBuffers {
     pub txn_scratch: Vec<u8>,
 }
 
+/// How many entries each of [`TxnBuffers`]' lists (and its dirty-page map) has room for
+/// from the environment's open: the first txns of a growing file then do not grow them
+/// step by step, as LMDB allocates its dirty list and free-page list when it opens
+/// (`mdb_env_open`). Room for 512 pages (2 MiB of dirty pages at 4 KiB) costs some 64 KiB.
+const PRESIZED_ENTRIES: usize = 512;
+
+impl TxnBuffers {
+    /// Buffers with room for [`PRESIZED_ENTRIES`] pages each (page buffers themselves are
+    /// allocated as txns need them).
+    pub fn presized() -> Self {
+        let n = PRESIZED_ENTRIES;
+        TxnBuffers {
+            dirty: PgnoMap::with_capacity_and_hasher(n, Default::default()),
+            spare: Vec::with_capacity(n),
+            spare_runs: Vec::new(),
+            free: FreePages {
+                loose: Vec::with_capacity(n),
+                freed: Vec::with_capacity(n),
+                pool: Vec::with_capacity(n),
+            },
+            // Page numbers of a 128 MiB file (4 KiB pages), one bit each.
+            checked: CheckedPages::with_room_for(64 * n),
+            record_pages: Vec::with_capacity(n),
+            pool_merged: Vec::with_capacity(n),
+            consumed: Vec::new(),
+            write_order: Vec::with_capacity(n),
+            sorted_pgnos: Vec::with_capacity(n),
+            sort_scratch: Vec::with_capacity(n),
+            txn_scratch: Vec::new(),
+        }
+    }
+}
+
 /// The dirty pages in the order the commit writes them: page number and bytes, by page
 /// number.
 pub type WriteOrder<'p> = Vec<(u64, &'p [u8])>;
