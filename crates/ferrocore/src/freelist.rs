@@ -71,18 +71,29 @@ fn record_at<'s>(pos: &Position, src: &'s dyn PageSource) -> Result<(u64, &'s [u
     Ok((record_key(key, pos.path.leaf())?, value))
 }
 
+/// What [`records_near_end`] found: the records, newest first (their keys and pages, if
+/// asked to decode them), the oldest one's key, and whether taking them can give the last
+/// page back: one of them lists it, or one is stored in an overflow run that holds it.
+#[derive(Default)]
+struct NearEnd {
+    records: Vec<(u64, Vec<u64>)>,
+    oldest: Option<u64>,
+    holds_last: bool,
+}
+
 /// Of the `count` newest free-DB records with keys in `from..limit` and below `below`,
 /// those whose highest page (the first of the IDL, which lists pages in descending order)
-/// is `near_end` or above, newest first: their keys and pages. One descent, then a step
-/// back per record; a record is decoded only if it qualifies.
+/// is `near_end` or above, and whether they list or are stored on page `last`; their
+/// pages too if `decode`. One descent, then a step back per record.
 fn records_near_end(
     src: &dyn PageSource,
     free_db: &DbRecord,
     (from, limit): (u64, u64),
-    near_end: u64,
+    (near_end, last): (u64, u64),
     (count, below): (usize, u64),
-) -> Result<Vec<(u64, Vec<u64>)>> {
-    let mut found = Vec::new();
+    decode: bool,
+) -> Result<NearEnd> {
+    let mut found = NearEnd::default();
     let limit = limit.min(below);
     if from >= limit {
         return Ok(found);
@@ -117,7 +128,17 @@ fn records_near_end(
             .filter(|head| head[..8] != [0; 8])
             .map(|head| u64::from_le_bytes(head[8..].try_into().unwrap()));
         if top.is_some_and(|top| top >= near_end) {
-            found.push((key, decode_idl(value, pos.path.leaf())?));
+            let stored_on_last = node.flags & crate::format::page::node_flags::BIGDATA != 0 && {
+                let run = overflow_pages(src.page_size(), value.len());
+                (node.overflow_pgno()..node.overflow_pgno() + run as u64).contains(&last)
+            };
+            found.holds_last |= top == Some(last) || stored_on_last;
+            found.oldest = Some(key);
+            if decode {
+                found
+                    .records
+                    .push((key, decode_idl(value, pos.path.leaf())?));
+            }
         }
         if !pos.prev(src, free_db)? {
             break;
@@ -137,9 +158,12 @@ const TAIL_LOOKUP_ROUNDS: usize = 64;
 /// Before commit `txnid` gives the free end of the file back: trims the free pages it
 /// took; and every [`TAIL_LOOKUP_EVERY`]th commit, takes those of the newest
 /// `TAIL_LOOKUP_EVERY` reclaimable records that list a page near the end (among the last
-/// 64th of the snapshot, and at least its last 16 pages), and trims again. A round that
-/// gave pages back is followed by one over the records below the oldest it took, up to
-/// [`TAIL_LOOKUP_ROUNDS`].
+/// 64th of the snapshot, and at least its last 16 pages), and trims again; but only if
+/// one of them lists the last page or is stored on it (else the round could give nothing
+/// back, and taking the records would only move their pages into this commit's record:
+/// in W8's one-put commits 95% of the looks did that, a record of up to a thousand pages
+/// each time). A round that gave pages back is followed by one over the records below the
+/// oldest it took, up to [`TAIL_LOOKUP_ROUNDS`].
 ///
 /// Allocation takes the free list oldest first, and it is written back with the lowest
 /// pages under the oldest keys, so the pages a large delete frees at the end wait in a
@@ -165,18 +189,29 @@ pub fn take_tail_records(pages: &mut DirtyPages<'_>, txnid: u64) -> Result<()> {
     for _ in 0..TAIL_LOOKUP_ROUNDS {
         let window = (pages.next_pgno / 64).max(16);
         let near_end = pages.next_pgno.saturating_sub(window);
-        let near = records_near_end(
-            &*pages,
-            &free_db,
-            (from, limit),
-            near_end,
-            (TAIL_LOOKUP_EVERY as usize, below),
-        )?;
-        let Some(&(oldest, _)) = near.last() else {
+        // The trim before this round left the last page in use or in no list the txn
+        // holds: the round can give pages back only if a record lists it (its first,
+        // highest page), or if a record is stored on it (taking the record frees its run,
+        // which a later look gives back). Otherwise taking the records would only move
+        // their pages from record to record, on every look. They are decoded only then.
+        let look = |decode| {
+            records_near_end(
+                &*pages,
+                &free_db,
+                (from, limit),
+                (near_end, pages.next_pgno - 1),
+                (TAIL_LOOKUP_EVERY as usize, below),
+                decode,
+            )
+        };
+        let near = look(false)?;
+        let (Some(oldest), true) = (near.oldest, near.holds_last) else {
             break;
         };
+        let near = look(true)?;
+        debug_assert_eq!(near.oldest, Some(oldest), "the same records, decoded");
         below = oldest;
-        for (key, list) in near {
+        for (key, list) in near.records {
             pages.take_record(key, &list, false)?;
         }
         if pages.trim_free_tail() == 0 {
@@ -609,6 +644,86 @@ mod tests {
             // Room for a few more pages where there is some.
             assert!(slack_len(80, page_size) > 80);
         }
+    }
+
+    /// A look for records near the end finds those whose highest page is near it, and
+    /// tells whether taking them can give the last page back: a record lists it, or is
+    /// stored in an overflow run that holds it.
+    #[test]
+    fn records_near_the_end_say_whether_they_hold_the_last_page() {
+        use crate::store::memory::MemoryPages;
+        let mut src = MemoryPages::new(4096);
+        let mut db = DbRecord::empty(0);
+        let mut put = |src: &mut MemoryPages, key: u64, pages: &[u64]| {
+            let mut value = Vec::new();
+            encode_idl_into(pages, 8 * (pages.len() + 1), &mut value);
+            TreeMut {
+                store: src,
+                db: &mut db,
+                cmp: KeyCmp::Integer,
+            }
+            .put(&key.to_le_bytes(), &value, PutMode::default())
+            .unwrap();
+        };
+        put(&mut src, 4, &[60, 50]);
+        put(&mut src, 5, &[100, 90, 80]);
+        put(&mut src, 6, &[5_120, 5_110]);
+        // 600 pages: more than a leaf holds, stored in an overflow run.
+        let large: Vec<u64> = (4_000..4_600).rev().collect();
+        put(&mut src, 7, &large);
+        let look = |near_end, last| {
+            let ask = |decode| {
+                let range = (0, u64::MAX);
+                records_near_end(&src, &db, range, (near_end, last), (16, u64::MAX), decode)
+                    .unwrap()
+            };
+            let (quick, near) = (ask(false), ask(true));
+            assert!(quick.records.is_empty(), "decoded only when asked");
+            assert_eq!(
+                (quick.oldest, quick.holds_last),
+                (near.oldest, near.holds_last)
+            );
+            assert_eq!(near.oldest, near.records.last().map(|r| r.0));
+            near
+        };
+        let keys = |near: &NearEnd| near.records.iter().map(|r| r.0).collect::<Vec<_>>();
+
+        let near = look(5_000, 5_120);
+        assert_eq!(
+            keys(&near),
+            [6],
+            "newest first, only those reaching near_end"
+        );
+        assert_eq!(near.records[0].1, [5_120, 5_110]);
+        assert!(near.holds_last, "record 6 lists the last page");
+        let near = look(5_000, 5_121);
+        assert_eq!(keys(&near), [6]);
+        assert!(
+            !near.holds_last,
+            "no record lists page 5,121 or is stored on it"
+        );
+        let near = look(90, 7_000);
+        assert_eq!(keys(&near), [7, 6, 5], "record 4 tops out below 90");
+        assert!(!near.holds_last);
+
+        // Record 7's own overflow run.
+        let mut pos = Position::default();
+        pos.seek(&src, &db, KeyCmp::Integer, &7u64.to_le_bytes())
+            .unwrap();
+        let leaf = crate::btree::view(&src, pos.path.leaf()).unwrap();
+        let node = leaf.node(pos.path.leaf_idx()).unwrap();
+        assert!(node.flags & crate::format::page::node_flags::BIGDATA != 0);
+        let run = node.overflow_pgno();
+        let run_len = overflow_pages(4096, 8 * 601) as u64;
+        assert_eq!(run_len, 2);
+        for last in [run, run + run_len - 1] {
+            assert!(
+                look(90, last).holds_last,
+                "record 7 is stored on page {last}"
+            );
+        }
+        assert!(!look(90, run + run_len).holds_last);
+        assert_eq!(keys(&look(4_599, run)), [7, 6], "record 7 lists page 4,599");
     }
 
     /// The pool's remainder goes back under the newest key taken, or, when small and no
