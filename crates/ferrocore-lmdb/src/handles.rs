@@ -526,8 +526,12 @@ pub(crate) unsafe fn begin_txn(env: *mut MDB_env, read_only: bool) -> Rc<*mut MD
             .ok()
             .and_then(|mut s| s.take());
         let mut place = spare.unwrap_or_default();
-        // Begun straight into its boxed place: the 1.2 KiB txn is not moved through a local.
-        let w = place.insert(open.begin_write().rc()?);
+        // Into its boxed place from the call's result (not through a converted result: the
+        // txn is some 900 bytes, and each conversion copied it).
+        let w = match open.begin_write() {
+            Ok(w) => place.insert(w),
+            Err(e) => return Err(e.lmdb_code()),
+        };
         handle.id = w.id() as usize;
         handle.state = TxnState::Write(place);
     }
@@ -596,7 +600,10 @@ pub(crate) unsafe fn end_txn(txn: *mut MDB_txn, commit: bool) -> Rc {
     t.child = std::ptr::null_mut();
     let commit = commit && rc.is_ok();
     let state = std::mem::replace(&mut t.state, TxnState::Ended);
-    let inherited: Vec<*mut MDB_cursor> = t.cursors.drain(..t.inherited).collect();
+    let inherited: Vec<*mut MDB_cursor> = match t.inherited {
+        0 => Vec::new(), // A top-level txn: no iterator to run.
+        n => t.cursors.drain(..n).collect(),
+    };
     for c in t.cursors.drain(..) {
         // SAFETY: the txn's own cursor handles, never freed, borrowed by no one.
         unsafe { free_cursor(c) };
