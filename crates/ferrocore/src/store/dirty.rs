@@ -64,19 +64,21 @@ pub struct TxnBuffers {
     pub txn_scratch: Vec<u8>,
 }
 
-/// How many entries each of [`TxnBuffers`]' lists (and its dirty-page map) has room for
-/// from the environment's open: the first txns of a growing file then do not grow them
-/// step by step, as LMDB allocates its dirty list and free-page list when it opens
-/// (`mdb_env_open`). Room for 512 pages (2 MiB of dirty pages at 4 KiB) costs some 64 KiB.
+/// How many entries each of [`TxnBuffers`]' lists has room for from the environment's
+/// open: the first txns of a growing file then do not grow them step by step, as LMDB
+/// allocates its dirty list and free-page list when it opens (`mdb_env_open`). Room for
+/// 512 pages costs some 40 KiB. Not the dirty-page map: its size follows the txns
+/// ([`DirtyPages::release_buffers`] shrinks a table far larger than the last txn needed,
+/// as every commit walks all its buckets), and a presized one would be shrunk at once.
 const PRESIZED_ENTRIES: usize = 512;
 
 impl TxnBuffers {
-    /// Buffers with room for [`PRESIZED_ENTRIES`] pages each (page buffers themselves are
-    /// allocated as txns need them).
+    /// Buffers with room for [`PRESIZED_ENTRIES`] pages each (the dirty-page map and the
+    /// page buffers themselves grow as txns need them).
     pub fn presized() -> Self {
         let n = PRESIZED_ENTRIES;
         TxnBuffers {
-            dirty: PgnoMap::with_capacity_and_hasher(n, Default::default()),
+            dirty: PgnoMap::default(),
             spare: Vec::with_capacity(n),
             spare_runs: Vec::new(),
             free: FreePages {
