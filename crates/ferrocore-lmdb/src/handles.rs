@@ -112,18 +112,25 @@ impl<T> Pool<T> {
 
     /// A handle for `value`: an ended one reused, or a new allocation. Never null.
     fn take(&self, value: T) -> *mut T {
-        let reused = self.ended.lock().ok().and_then(|mut p| p.pop());
-        match reused {
-            Some(addr) => {
-                let p = addr as *mut T;
-                // SAFETY: the pool's invariant: `addr` came from `Box::into_raw` of a `T`
-                // and was put back when its handle ended; popped, it is owned by no one.
+        match self.reuse() {
+            Some(p) => {
+                // SAFETY: `reuse`'s guarantee: `p` is an ended handle owned by no one.
                 // Assigning drops the ended value in place.
                 unsafe { *p = value };
                 p
             }
             None => Box::into_raw(Box::new(value)),
         }
+    }
+
+    /// An ended handle, still holding its ended value, for the caller to set up in place
+    /// (field by field, without moving a whole new value in); `None` if the pool is empty
+    /// (then [`Pool::take`] allocates). The caller owns it until it is recycled.
+    fn reuse(&self) -> Option<*mut T> {
+        // The pool's invariant: every address came from `Box::into_raw` of a `T` and was
+        // put back when its handle ended; popped, it is owned by no one.
+        let addr = self.ended.lock().ok().and_then(|mut p| p.pop())?;
+        Some(addr as *mut T)
     }
 
     /// Puts an ended handle (already marked ended) back for reuse.
@@ -328,6 +335,17 @@ impl MDB_txn {
         }
     }
 
+    /// An ended handle made a top-level txn handle of `env` again, still `Ended`: what
+    /// [`MDB_txn::new`] makes, written in place (its cursor list keeps its room).
+    fn restart(&mut self, env: *mut MDB_env, id: usize) {
+        debug_assert!(matches!(self.state, TxnState::Ended) && self.cursors.is_empty());
+        self.env = env;
+        self.parent = std::ptr::null_mut();
+        self.child = std::ptr::null_mut();
+        self.inherited = 0;
+        self.id = id;
+    }
+
     /// The environment of the txn.
     #[inline]
     pub(crate) fn env(&self) -> &MDB_env {
@@ -513,31 +531,53 @@ unsafe fn env_for_txn(env: *mut MDB_env) -> Rc<&'static Env> {
 pub(crate) unsafe fn begin_txn(env: *mut MDB_env, read_only: bool) -> Rc<*mut MDB_txn> {
     // SAFETY: the caller's contract; the txn made here is counted in `live_txns` below.
     let open = unsafe { env_for_txn(env) }?;
-    let mut handle = MDB_txn::new(env, std::ptr::null_mut());
     if read_only {
         let r = open.begin_read().rc()?;
-        handle.id = r.id() as usize;
-        handle.state = TxnState::Read(r);
-    } else {
-        // SAFETY: the caller's contract: `env` is live (only a shared reference is made).
-        let spare = unsafe { &*env }
-            .spare_write
-            .lock()
-            .ok()
-            .and_then(|mut s| s.take());
-        let mut place = spare.unwrap_or_default();
-        // Into its boxed place from the call's result (not through a converted result: the
-        // txn is some 900 bytes, and each conversion copied it).
-        let w = match open.begin_write() {
-            Ok(w) => place.insert(w),
-            Err(e) => return Err(e.lmdb_code()),
-        };
-        handle.id = w.id() as usize;
-        handle.state = TxnState::Write(place);
+        // SAFETY: the caller's contract: `env` is live.
+        let t = unsafe { top_level_handle(env, r.id() as usize) };
+        // SAFETY: `t` was just set up for this call, which owns it.
+        unsafe { (*t).state = TxnState::Read(r) };
+        return Ok(t);
     }
     // SAFETY: the caller's contract: `env` is live (only a shared reference is made).
+    let spare = unsafe { &*env }
+        .spare_write
+        .lock()
+        .ok()
+        .and_then(|mut s| s.take());
+    let mut place = spare.unwrap_or_default();
+    // Into its boxed place from the call's result (not through a converted result: the
+    // txn is some 900 bytes, and each conversion copied it).
+    let id = match open.begin_write() {
+        Ok(w) => place.insert(w).id() as usize,
+        Err(e) => return Err(e.lmdb_code()),
+    };
+    // SAFETY: the caller's contract: `env` is live.
+    let t = unsafe { top_level_handle(env, id) };
+    // SAFETY: `t` was just set up for this call, which owns it. The state is written in
+    // the handle directly (a `TxnState` moved in, a read txn's size, was a 500-byte copy).
+    unsafe { (*t).state = TxnState::Write(place) };
+    Ok(t)
+}
+
+/// The handle of a top-level txn of `env` just begun (txn id `id`), counted in
+/// `live_txns`, for the caller to give its state (it is `Ended`): an ended handle set up
+/// in place (its cursor list keeps its room), or a new one.
+///
+/// # Safety
+/// `env` is a live handle.
+unsafe fn top_level_handle(env: *mut MDB_env, id: usize) -> *mut MDB_txn {
+    // SAFETY: the caller's contract: `env` is live (only a shared reference is made).
     unsafe { &*env }.live_txns.fetch_add(1, Ordering::AcqRel);
-    Ok(TXNS.take(handle))
+    let Some(t) = TXNS.reuse() else {
+        let mut handle = MDB_txn::new(env, std::ptr::null_mut());
+        handle.id = id;
+        return TXNS.take(handle);
+    };
+    // SAFETY: `reuse`'s guarantee: an ended handle (state `Ended`, its cursor list empty)
+    // that this call owns.
+    unsafe { (*t).restart(env, id) };
+    t
 }
 
 /// Begins a txn nested in the write txn (or nested txn) `parent`; the parent's cursors
