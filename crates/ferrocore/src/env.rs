@@ -872,3 +872,12 @@ impl Env {
         self.inner.lock.clear_stale_readers()
     }
 }
+
+/// A new environment with `opts` in a temporary directory, for the crate's unit tests.
+#[cfg(test)]
+pub(crate) fn temp_env(opts: &EnvOptions) -> (tempfile::TempDir, Env) {
+    let dir = tempfile::tempdir().unwrap();
+    // SAFETY: a new file in a directory private to the test, mapped by this handle only.
+    let env = unsafe { opts.open(dir.path()) }.unwrap();
+    (dir, env)
+}

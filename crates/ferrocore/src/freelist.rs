@@ -155,6 +155,11 @@ const TAIL_LOOKUP_EVERY: u64 = 16;
 /// proportion to what goes back; the cap only bounds a pathological free list).
 const TAIL_LOOKUP_ROUNDS: usize = 64;
 
+/// How often (in txn ids) a commit looks even where a look found nothing since and no
+/// commit could have freed the last page ([`TailRun`](crate::store::TailRun)): a bound,
+/// should that reasoning miss a case, on how long the free end could wait.
+const TAIL_LOOKUP_ANYWAY: u64 = 256;
+
 /// Before commit `txnid` gives the free end of the file back: trims the free pages it
 /// took; and every [`TAIL_LOOKUP_EVERY`]th commit, takes those of the newest
 /// `TAIL_LOOKUP_EVERY` reclaimable records that list a page near the end (among the last
@@ -176,7 +181,9 @@ const TAIL_LOOKUP_ROUNDS: usize = 64;
 /// in the record just below it, which the next round finds (with the newest records only,
 /// a file kept 80 MB of free end for good, `tests/write_map.rs`). A round is one descent
 /// of the free DB and a step per record (a few thousand instructions), hence not on every
-/// commit.
+/// commit; and no look is made while a look found nothing and every commit since left
+/// the last page out of its records ([`TailRun`](crate::store::TailRun)), but every
+/// [`TAIL_LOOKUP_ANYWAY`]th commit.
 pub fn take_tail_records(pages: &mut DirtyPages<'_>, txnid: u64) -> Result<()> {
     pages.trim_free_tail();
     if !txnid.is_multiple_of(TAIL_LOOKUP_EVERY) {
@@ -185,7 +192,13 @@ pub fn take_tail_records(pages: &mut DirtyPages<'_>, txnid: u64) -> Result<()> {
     let Some((free_db, from, limit)) = pages.reclaim.untaken() else {
         return Ok(());
     };
+    if pages.tail_run(txnid).is_some_and(|run| run.looked)
+        && !txnid.is_multiple_of(TAIL_LOOKUP_ANYWAY)
+    {
+        return Ok(());
+    }
     let mut below = u64::MAX;
+    let mut found_nothing = false;
     for _ in 0..TAIL_LOOKUP_ROUNDS {
         let window = (pages.next_pgno / 64).max(16);
         let near_end = pages.next_pgno.saturating_sub(window);
@@ -206,6 +219,7 @@ pub fn take_tail_records(pages: &mut DirtyPages<'_>, txnid: u64) -> Result<()> {
         };
         let near = look(false)?;
         let (Some(oldest), true) = (near.oldest, near.holds_last) else {
+            found_nothing = true;
             break;
         };
         let near = look(true)?;
@@ -218,6 +232,8 @@ pub fn take_tail_records(pages: &mut DirtyPages<'_>, txnid: u64) -> Result<()> {
             break;
         }
     }
+    // A reader older than the base keeps records from the look (keys from `limit` on).
+    pages.note_tail_look(txnid, found_nothing && limit >= txnid - 1);
     Ok(())
 }
 
@@ -350,7 +366,15 @@ fn plan_records(
 /// its size between later rounds (it is written with slack and LMDB readers use the count,
 /// not the length), so they rewrite it in place and allocate nothing: the loop settles in
 /// two or three more rounds.
-pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> Result<()> {
+///
+/// With `watch_tail` (the commit gives the free end of the file back), notes whether the
+/// records written leave the file's last page out ([`DirtyPages::note_tail_saved`]).
+pub fn save(
+    pages: &mut DirtyPages<'_>,
+    free_db: &mut DbRecord,
+    txnid: u64,
+    watch_tail: bool,
+) -> Result<()> {
     // Copy the free DB's pages on the way to the records first, while records may still be
     // taken: the copies then come from the free list (as LMDB's do), not from the end of
     // the file, which a commit that had used up the pages it took would otherwise grow by
@@ -409,6 +433,12 @@ pub fn save(pages: &mut DirtyPages<'_>, free_db: &mut DbRecord, txnid: u64) -> R
     );
     SCRATCH.with_borrow_mut(|scratch| {
         let r = settle(pages, free_db, txnid, max_consumed, scratch);
+        if r.is_ok() && watch_tail {
+            // `lens`: every record this commit wrote, with its length.
+            let inline_max = max_inline_record(pages.page_size());
+            let overflow = scratch.lens.iter().any(|&(_, len)| len > inline_max);
+            pages.note_tail_saved(txnid, overflow);
+        }
         scratch.trim();
         r
     })

@@ -62,6 +62,10 @@ pub struct TxnBuffers {
     /// A byte buffer of the txn's own (a DUPSORT put builds sub-pages in it), kept with
     /// the store's: the txn takes it at its start and gives it back at its end.
     pub txn_scratch: Vec<u8>,
+    /// The latest commits that put the file's last page in no record (see [`TailRun`]).
+    pub(super) tail_run: Option<TailRun>,
+    /// How many looks for free-DB records near the end commits made (diagnostics, tests).
+    pub tail_looks: u64,
 }
 
 /// How many entries each of [`TxnBuffers`]' lists has room for from the environment's
@@ -95,6 +99,8 @@ impl TxnBuffers {
             sorted_pgnos: Vec::with_capacity(n),
             sort_scratch: Vec::with_capacity(n),
             txn_scratch: Vec::new(),
+            tail_run: None,
+            tail_looks: 0,
         }
     }
 }

@@ -32,6 +32,7 @@ pub use dirty::{recycle_order, DirtyPages, FreePages, TxnBuffers};
 pub use mapped::{mapped_file_len, MappedWrites};
 pub use reclaim::Reclaim;
 pub use snapshot::SnapshotPages;
+pub use tail::TailRun;
 
 use dirty::PageBuf;
 use early::EarlyWrites;

@@ -140,10 +140,11 @@ impl WriteTxn<'_> {
             }
             .put(&named.name, &named.record.to_bytes(), mode)?;
         }
-        if self.shrink != FileShrink::Off {
+        let watch_tail = self.shrink != FileShrink::Off;
+        if watch_tail {
             freelist::take_tail_records(&mut self.pages, self.txnid)?;
         }
-        freelist::save(&mut self.pages, &mut self.free_db, self.txnid)?;
+        freelist::save(&mut self.pages, &mut self.free_db, self.txnid, watch_tail)?;
         let env = self.env;
         let next_pgno = self.pages.next_pgno;
         self.flush_new_metas(next_pgno)?;
@@ -506,6 +507,111 @@ fn one_state_per_name(named: &DbiMap<NamedDb>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::TailRun;
+    use crate::{Database, EnvOptions};
+
+    /// Once a look for free-DB records near the end found nothing, commits that keep the
+    /// last page out of their records skip the next looks; and what could put the page in
+    /// a record ends that: a commit whose free lists hold it, one that writes a record on
+    /// overflow pages, another process's commit (the base is not the run's), a file that
+    /// ends elsewhere.
+    #[test]
+    fn the_look_for_the_free_end_waits_only_while_no_commit_could_free_the_last_page() {
+        let (_dir, env) = crate::env::temp_env(&EnvOptions::new());
+        let put = |i: u32| {
+            let mut txn = env.begin_write().unwrap();
+            txn.put(Database::MAIN, &i.to_be_bytes(), &[7; 100], 0)
+                .unwrap();
+            txn.commit().unwrap();
+        };
+        let mut txn = env.begin_write().unwrap();
+        for i in 0..2000u32 {
+            txn.put(Database::MAIN, &i.to_be_bytes(), &[7; 100], 0)
+                .unwrap();
+        }
+        txn.commit().unwrap();
+        let mut txn = env.begin_write().unwrap();
+        for i in 500..1500u32 {
+            txn.delete(Database::MAIN, &i.to_be_bytes()).unwrap();
+        }
+        txn.commit().unwrap();
+        // One-put commits on the first keys: their pages come from the free middle of the
+        // file, and its end stays where it is. 20 commits of the 320 are due for a look.
+        let looks = || env.inner.txn_buffers.lock().unwrap().tail_looks;
+        let before = looks();
+        for i in 0..320 {
+            put(i % 50);
+        }
+        let made = looks() - before;
+        assert!((1..=3).contains(&made), "{made} looks in 320 commits");
+        // Keys that grow the file, deleted again: the looks give the new end back.
+        let last_page = || env.info().unwrap().last_pgno;
+        let end = last_page();
+        let mut txn = env.begin_write().unwrap();
+        for i in 2000..5000u32 {
+            txn.put(Database::MAIN, &i.to_be_bytes(), &[7; 100], 0)
+                .unwrap();
+        }
+        txn.commit().unwrap();
+        let grown = last_page();
+        assert!(grown > end + 10);
+        let mut txn = env.begin_write().unwrap();
+        for i in 2000..5000u32 {
+            txn.delete(Database::MAIN, &i.to_be_bytes()).unwrap();
+        }
+        txn.commit().unwrap();
+        for i in 0..32 {
+            put(i);
+        }
+        assert!(
+            last_page() <= end + 2,
+            "the file ends at page {}, grew to {grown} from {end}",
+            last_page()
+        );
+
+        let mut txn = env.begin_write().unwrap();
+        let t = txn.txnid;
+        let pages = &mut txn.pages;
+        let last = pages.next_pgno - 1;
+        let run = |txnid, looked| TailRun {
+            last_page: last,
+            txnid,
+            looked,
+        };
+        // A clean base (nothing in the lists), then a look that found nothing.
+        pages.note_tail_saved(t - 1, false);
+        assert_eq!(pages.tail_run(t), Some(run(t - 1, false)));
+        pages.note_tail_look(t, true);
+        assert_eq!(pages.tail_run(t), Some(run(t - 1, true)));
+        assert_eq!(
+            pages.tail_run(t + 1),
+            None,
+            "a commit between: not this run"
+        );
+        pages.note_tail_saved(t, false);
+        assert_eq!(pages.tail_run(t + 1), Some(run(t, true)), "carried on");
+        // The file ends elsewhere.
+        pages.next_pgno += 1;
+        assert_eq!(pages.tail_run(t + 1), None);
+        pages.next_pgno -= 1;
+        // The last page in a list the commit saved.
+        pages.free_lists_mut().freed.push(last);
+        pages.note_tail_saved(t + 1, false);
+        assert_eq!(pages.tail_run(t + 2), None);
+        pages.free_lists_mut().freed.clear();
+        // A new run, not looked at yet; then a record on overflow pages.
+        pages.note_tail_saved(t + 1, false);
+        assert_eq!(pages.tail_run(t + 2), Some(run(t + 1, false)));
+        pages.note_tail_look(t + 2, true);
+        pages.note_tail_saved(t + 2, true);
+        assert_eq!(pages.tail_run(t + 3), None);
+        // A look that found something, or was kept from records by a reader.
+        pages.note_tail_saved(t + 3, false);
+        pages.note_tail_look(t + 4, false);
+        assert_eq!(pages.tail_run(t + 4), Some(run(t + 3, false)));
+        txn.abort();
+        env.check().unwrap();
+    }
 
     fn state(name: &str) -> NamedDb {
         NamedDb {
