@@ -1,5 +1,6 @@
 //! W8 instructions per operation (DESIGN.md, seed 003): each engine runs, at small N under
-//! `valgrind --tool=callgrind`, W3's random puts (txns of 1,000, no sync), W4's random
+//! `valgrind --tool=callgrind`, W3's random puts (txns of 1,000, no sync), the same puts
+//! again giving every key a new value (the steady state: the DB does not grow), W4's random
 //! gets (one read txn), W5's scan (one read txn, every entry), W2's sorted APPEND puts
 //! (txns of 1,000), W7's indexed entries (a record plus 10 DUPSORT index values each,
 //! txns of 1,000), W6's one-put commits without the sync (on N entries) and W9's removals
@@ -40,6 +41,9 @@ pub struct W8Args {
 pub enum Op {
     /// W3: random put (commit included).
     Put,
+    /// W3 in the steady state: a random put that gives a key of the loaded DB a new value
+    /// (commit included): the DB does not grow.
+    Update,
     /// W4: random get.
     Get,
     /// W5: one step of a full scan.
@@ -56,8 +60,9 @@ pub enum Op {
 }
 
 impl Op {
-    const ALL: [Op; 7] = [
+    const ALL: [Op; 8] = [
         Op::Put,
+        Op::Update,
         Op::Get,
         Op::Next,
         Op::Append,
@@ -69,6 +74,7 @@ impl Op {
     fn label(self) -> &'static str {
         match self {
             Op::Put => "put",
+            Op::Update => "update",
             Op::Get => "get",
             Op::Next => "next",
             Op::Append => "append put",
@@ -117,6 +123,16 @@ pub fn cell(args: &W8CellArgs) {
     };
     match args.op {
         Op::Put => ferrobench_measure(&mut || load(&mut e)),
+        Op::Update => {
+            load(&mut e);
+            let other = value(100).iter().map(|b| b ^ 0x5a).collect::<Vec<u8>>();
+            ferrobench_measure(&mut || {
+                for chunk in k.chunks(1000) {
+                    e.put_batch(chunk, &other, false);
+                }
+            });
+            assert_eq!(e.get_all(k), args.n * 100);
+        }
         Op::Get => {
             load(&mut e);
             let mut found = 0;
