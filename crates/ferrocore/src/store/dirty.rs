@@ -70,19 +70,25 @@ pub struct TxnBuffers {
 
 /// How many entries each of [`TxnBuffers`]' lists has room for from the environment's
 /// open: the first txns of a growing file then do not grow them step by step, as LMDB
-/// allocates its dirty list and free-page list when it opens (`mdb_env_open`). Room for
-/// 512 pages costs some 40 KiB. Not the dirty-page map: its size follows the txns
+/// allocates its dirty list and free-page list when it opens (`mdb_env_open`, 128K entries
+/// each). Room for 4,096 pages (16 MiB of 4 KiB pages) is some 400 KiB of address space,
+/// most of it never touched until a txn is that large. The dirty-page map starts with room
+/// for [`PRESIZED_DIRTY`]; its size then follows the txns
 /// ([`DirtyPages::release_buffers`] shrinks a table far larger than the last txn needed,
-/// as every commit walks all its buckets), and a presized one would be shrunk at once.
-const PRESIZED_ENTRIES: usize = 512;
+/// as every commit walks all its buckets).
+const PRESIZED_ENTRIES: usize = 4096;
+
+/// Pages the dirty-page map has room for from the environment's open (see
+/// [`PRESIZED_ENTRIES`]): 2,048 buckets, 66 KiB.
+const PRESIZED_DIRTY: usize = 1024;
 
 impl TxnBuffers {
-    /// Buffers with room for [`PRESIZED_ENTRIES`] pages each (the dirty-page map and the
-    /// page buffers themselves grow as txns need them).
+    /// Buffers with room for [`PRESIZED_ENTRIES`] pages each, the dirty-page map for
+    /// [`PRESIZED_DIRTY`] (the page buffers themselves are allocated as txns need them).
     pub fn presized() -> Self {
         let n = PRESIZED_ENTRIES;
         TxnBuffers {
-            dirty: PgnoMap::default(),
+            dirty: PgnoMap::with_capacity_and_hasher(PRESIZED_DIRTY, Default::default()),
             spare: Vec::with_capacity(n),
             spare_runs: Vec::new(),
             free: FreePages {
