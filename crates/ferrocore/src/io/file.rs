@@ -367,7 +367,7 @@ mod tests {
             let file = tempfile::tempfile().unwrap();
             let mut bufs: Vec<Vec<u8>> = (0..count.min(100)).map(|i| buffer(i, 4096)).collect();
             bufs.insert(bufs.len() / 2, buffer(100, 3 * MAX_WRITE_BYTES + 4096));
-            bufs.extend((101..count + 1).map(|i| buffer(i, 8192)));
+            bufs.extend((101..=count).map(|i| buffer(i, 8192)));
             let refs: Vec<&[u8]> = bufs.iter().map(Vec::as_slice).collect();
             OsFile::new(file.try_clone().unwrap())
                 .write_vectored_at(8192, &mut refs.iter().copied())
