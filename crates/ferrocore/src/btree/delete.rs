@@ -19,6 +19,11 @@ struct MoveScratch {
     key: Vec<u8>,
 }
 
+/// The most two leaves may fill (per-mille of a page, together) for a delete's rebalance to
+/// merge them rather than move nodes between them: room left for inserts before the merged
+/// leaf splits again.
+const MERGE_ROOM: usize = 750;
+
 thread_local! {
     static MOVE_SCRATCH: std::cell::RefCell<MoveScratch> = std::cell::RefCell::default();
 }
@@ -174,7 +179,12 @@ impl<S: PageStore> TreeMut<'_, S> {
                 let s = view(&*self.store, sib)?;
                 (s.num_keys(), s.fill_permille())
             };
-            if sfill >= FILL_THRESHOLD && sn > min_keys {
+            // Two leaves that fill at most `MERGE_ROOM` of one page together merge, even
+            // when the sibling could lend a node: a queue deleted at its left end (the
+            // free DB, whose oldest records go first and newest come last) otherwise
+            // borrows from the right leaf every few commits, each time rewriting both.
+            let merge_fits = leaf && fill + sfill <= MERGE_ROOM;
+            if sfill >= FILL_THRESHOLD && sn > min_keys && !merge_fits {
                 return self.move_node(path, level, sib, sib_right);
             }
             let (left, right, ridx) = if sib_right {

@@ -252,3 +252,83 @@ fn delete_leading_takes_the_first_keys_in_order() {
     assert_matches(&src, &db, cmp, &model);
     assert_eq!(db.root, P_INVALID, "every key deleted");
 }
+
+/// A queue deleted at its front, as the free DB's oldest records are: a delete that leaves
+/// the first leaf underfull merges it with its sibling when the two fill at most three
+/// quarters of a page together (the tree a single leaf again), even though the sibling
+/// could lend it nodes; otherwise nodes move and the first leaf is a quarter full again.
+#[test]
+fn an_underfull_leaf_merges_with_a_sibling_it_fits_with() {
+    let page_size = 4096;
+    let usable = page_size - crate::format::page::PAGE_HEADER_SIZE;
+    let mut src = MemoryPages::new(page_size);
+    let mut db = DbRecord::empty(0);
+    let cmp = KeyCmp::Integer;
+    let key = |i: u64| i.to_le_bytes();
+    let value = [7u8; 100];
+    // An 8-byte node header, the 8-byte key, the value and a 2-byte slot.
+    let node = 8 + 8 + value.len() + 2;
+    let used = |src: &MemoryPages, pgno: u64| {
+        let page = PageView::parse(src.page(pgno).unwrap(), pgno).unwrap();
+        usable - page.free_space()
+    };
+    let (mut merges, mut moves) = (0, 0);
+    for extra in [8u64, 12, 16, 20] {
+        // One leaf full, the next holding `extra` entries (keys in order fill the first).
+        let count = (usable / node) as u64 + extra;
+        for i in 0..count {
+            let mut tree = TreeMut {
+                store: &mut src,
+                db: &mut db,
+                cmp,
+            };
+            tree.put(&key(i), &value, PutMode::default()).unwrap();
+        }
+        assert_eq!(db.leaf_pages, 2, "{extra}: one split");
+        for first in 0..count {
+            let two = db.leaf_pages == 2;
+            let (left, right) = if two {
+                let root = PageView::parse(src.page(db.root).unwrap(), db.root).unwrap();
+                (root.child(0).unwrap(), root.child(1).unwrap())
+            } else {
+                (db.root, P_INVALID)
+            };
+            let before = used(&src, left);
+            let sibling = if two {
+                1000 * used(&src, right) / usable
+            } else {
+                0
+            };
+            let mut tree = TreeMut {
+                store: &mut src,
+                db: &mut db,
+                cmp,
+            };
+            assert!(tree.delete(&key(first)).unwrap());
+            if !two || db.root == P_INVALID {
+                continue;
+            }
+            let fill = 1000 * (before - node) / usable;
+            if fill < 250 && fill + sibling <= 750 {
+                assert_eq!(
+                    db.leaf_pages, 1,
+                    "{extra}, {first}: {fill} + {sibling} merge"
+                );
+                merges += 1;
+            } else if fill < 250 {
+                assert_eq!(db.leaf_pages, 2, "{extra}, {first}: nodes move");
+                let root = PageView::parse(src.page(db.root).unwrap(), db.root).unwrap();
+                let left = root.child(0).unwrap();
+                assert!(
+                    1000 * used(&src, left) / usable >= 250,
+                    "{extra}, {first}: refilled"
+                );
+                moves += 1;
+            }
+            src.end_txn();
+        }
+        assert_eq!(db.root, P_INVALID, "{extra}: every key deleted");
+        assert_matches(&src, &db, cmp, &BTreeMap::new());
+    }
+    assert!(merges == 4 && moves >= 1, "{merges} merges, {moves} moves");
+}
