@@ -160,8 +160,36 @@ impl DataFile for OsFile {
         }
     }
 
-    fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
-        self.file.write_all_at(buf, offset)
+    /// One `pwrite` (a commit writes most of its pages one run of one page at a time: std's
+    /// `write_all_at` cost some 60 instructions a call around the system call), then more
+    /// for the rest of a short write.
+    fn write_at(&self, mut offset: u64, mut buf: &[u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            // SAFETY: `buf` is a live slice borrowed for this call; pwrite reads at most its
+            // `buf.len()` bytes.
+            let n = unsafe {
+                libc::pwrite(
+                    self.file.as_raw_fd(),
+                    buf.as_ptr().cast::<libc::c_void>(),
+                    buf.len(),
+                    offset as libc::off_t,
+                )
+            };
+            match usize::try_from(n) {
+                Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+                Ok(written) => {
+                    buf = &buf[written.min(buf.len())..];
+                    offset += written as u64;
+                }
+                Err(_) => {
+                    let err = io::Error::last_os_error();
+                    if err.kind() != io::ErrorKind::Interrupted {
+                        return Err(err);
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     fn sync_data(&self) -> io::Result<()> {
@@ -377,6 +405,25 @@ mod tests {
             file.read_exact_at(&mut got, 8192).unwrap();
             assert!(got == want, "{count} buffers: file content differs");
         }
+    }
+
+    /// A plain write lands at its offset, past the end of the file too (the gap reads as
+    /// zeros), and a later one over it replaces its bytes.
+    #[test]
+    fn plain_writes_land_in_place() {
+        let file = tempfile::tempfile().unwrap();
+        let data = OsFile::new(file.try_clone().unwrap());
+        data.write_at(8192, &buffer(1, 4096)).unwrap();
+        data.write_at(0, &buffer(2, 4096)).unwrap();
+        data.write_at(9000, &buffer(3, 100)).unwrap();
+        assert_eq!(data.len().unwrap(), 12288);
+        let mut want = buffer(2, 4096);
+        want.extend(vec![0u8; 4096]);
+        want.extend(buffer(1, 4096));
+        want[9000..9100].copy_from_slice(&buffer(3, 100));
+        let mut got = vec![0u8; 12288];
+        file.read_exact_at(&mut got, 0).unwrap();
+        assert!(got == want, "file content differs from the writes");
     }
 
     /// A synced write lands at its offset whether the kernel takes `RWF_DSYNC` or the
