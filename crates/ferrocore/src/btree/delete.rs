@@ -9,6 +9,11 @@ use super::put::{check_node_kind, TreeMut};
 use super::search::{descend_edge, search};
 use super::{debug_assert_ordered, view, Path, FILL_THRESHOLD};
 
+/// The most two leaves may fill (per-mille of a page, together) for a delete's rebalance to
+/// merge them rather than move nodes between them: room left for inserts before the merged
+/// leaf splits again.
+const MERGE_ROOM: usize = 750;
+
 /// Buffers of [`TreeMut::move_node`] and [`TreeMut::merge`], kept by the thread: a
 /// rebalance moves a node or merges two pages at most every few deletes (the free DB's
 /// records at every commit), without allocating.
@@ -18,11 +23,6 @@ struct MoveScratch {
     nodes: Nodes,
     key: Vec<u8>,
 }
-
-/// The most two leaves may fill (per-mille of a page, together) for a delete's rebalance to
-/// merge them rather than move nodes between them: room left for inserts before the merged
-/// leaf splits again.
-const MERGE_ROOM: usize = 750;
 
 thread_local! {
     static MOVE_SCRATCH: std::cell::RefCell<MoveScratch> = std::cell::RefCell::default();

@@ -10,7 +10,6 @@
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -160,36 +159,8 @@ impl DataFile for OsFile {
         }
     }
 
-    /// One `pwrite` (a commit writes most of its pages one run of one page at a time: std's
-    /// `write_all_at` cost some 60 instructions a call around the system call), then more
-    /// for the rest of a short write.
-    fn write_at(&self, mut offset: u64, mut buf: &[u8]) -> io::Result<()> {
-        while !buf.is_empty() {
-            // SAFETY: `buf` is a live slice borrowed for this call; pwrite reads at most its
-            // `buf.len()` bytes.
-            let n = unsafe {
-                libc::pwrite(
-                    self.file.as_raw_fd(),
-                    buf.as_ptr().cast::<libc::c_void>(),
-                    buf.len(),
-                    offset as libc::off_t,
-                )
-            };
-            match usize::try_from(n) {
-                Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
-                Ok(written) => {
-                    buf = &buf[written.min(buf.len())..];
-                    offset += written as u64;
-                }
-                Err(_) => {
-                    let err = io::Error::last_os_error();
-                    if err.kind() != io::ErrorKind::Interrupted {
-                        return Err(err);
-                    }
-                }
-            }
-        }
-        Ok(())
+    fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        pwrite_all(&self.file, offset, buf)
     }
 
     fn sync_data(&self) -> io::Result<()> {
@@ -256,6 +227,38 @@ fn for_each_batch<'a, const N: usize>(
     Ok(())
 }
 
+/// Writes all of `buf` at `offset`: one `pwrite`, then more for the rest of a short write.
+/// A commit writes most of its pages as runs of one page; std's `write_all_at` cost some 60
+/// instructions a call around the system call.
+fn pwrite_all(file: &File, mut offset: u64, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        // SAFETY: `buf` is a live slice borrowed for this call; pwrite reads at most its
+        // `buf.len()` bytes.
+        let n = unsafe {
+            libc::pwrite(
+                file.as_raw_fd(),
+                buf.as_ptr().cast::<libc::c_void>(),
+                buf.len(),
+                offset as libc::off_t,
+            )
+        };
+        match usize::try_from(n) {
+            Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+            Ok(written) => {
+                buf = &buf[written.min(buf.len())..];
+                offset += written as u64;
+            }
+            Err(_) => {
+                let err = io::Error::last_os_error();
+                if err.kind() != io::ErrorKind::Interrupted {
+                    return Err(err);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// One `pwritev` of `pieces` (`len` bytes in all, at most `N` pieces) at `offset`; a short
 /// write is finished with positioned writes.
 fn write_batch<const N: usize>(
@@ -264,6 +267,7 @@ fn write_batch<const N: usize>(
     pieces: &[&[u8]],
     len: usize,
 ) -> io::Result<()> {
+    // Not only a debug check: pwritev is told `pieces.len()` iovecs of the `N` below.
     assert!(pieces.len() <= N, "a batch of {} pieces", pieces.len());
     debug_assert_eq!(pieces.iter().map(|p| p.len()).sum::<usize>(), len);
     let empty = libc::iovec {
@@ -305,7 +309,7 @@ fn write_batch<const N: usize>(
                 skip -= p.len();
                 continue;
             }
-            file.write_all_at(&p[skip..], at)?;
+            pwrite_all(file, at, &p[skip..])?;
             at += (p.len() - skip) as u64;
             skip = 0;
         }
@@ -317,6 +321,7 @@ fn write_batch<const N: usize>(
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::os::unix::fs::FileExt;
 
     /// Deterministic bytes for buffer `i` of `len` bytes.
     fn buffer(i: usize, len: usize) -> Vec<u8> {
