@@ -803,7 +803,7 @@ impl Env {
     /// this process, as LMDB requires; `0` keeps the current size. Sizes beyond the address
     /// space reserved at open need a reopen.
     pub fn set_map_size(&self, bytes: u64) -> Result<()> {
-        let _writer = self.inner.lock.writer_in_process()?;
+        let _writer = self.inner.writer_in_process()?;
         let latest = self.inner.latest_meta()?;
         let used = (latest.last_pgno + 1) * self.inner.page_size as u64;
         // 0: adopt the size the file records (after `MapResized`), as LMDB.

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use crate::error::{Error, Result};
 use crate::format::meta::{self, Meta, META_WRITE_SIZE};
@@ -49,9 +49,11 @@ pub struct EnvInner {
     /// Per named DB (index `dbi - 2`): its latest record, keyed by the txnid from which it
     /// holds, so read txns find it without searching the main DB.
     pub record_cache: Box<[crate::seqcache::Slot<6>]>,
-    /// The write txn's dirty-page table, free lists and page buffers, kept between txns;
-    /// a write txn holds the lock from its start to its end (taken after the in-process
-    /// writer lock, so it is never contended).
+    /// The in-process half of the writer lock, and what it guards: the write txn's
+    /// dirty-page table, free lists and page buffers, kept between txns. A write txn holds
+    /// it from its start to its end, around the cross-process writer mutex (taken before
+    /// [`crate::lock::LockFile::lock_writer`], released after
+    /// [`crate::lock::LockFile::unlock_writer`]); `set_map_size` waits on it.
     pub txn_buffers: Mutex<crate::store::TxnBuffers>,
     /// Set when a commit failed at a step that poisons (see [`crate::commit`]) or a panic
     /// was caught at the C ABI: write txns are refused until the environment is reopened.
@@ -130,6 +132,13 @@ impl EnvInner {
         let newest = meta::choose(decode(0), decode(1), file_pages)?;
         self.lock.txnid_cell().store(newest.txnid, Ordering::SeqCst);
         self.lock.writer_recovered()
+    }
+
+    /// Takes the in-process half of the writer lock ([`EnvInner::txn_buffers`]).
+    pub fn writer_in_process(&self) -> Result<MutexGuard<'_, crate::store::TxnBuffers>> {
+        self.txn_buffers
+            .lock()
+            .map_err(|_| Error::Panic("writer lock poisoned"))
     }
 
     /// The latest committed meta: from [`EnvInner::meta_cache`] when it holds the published

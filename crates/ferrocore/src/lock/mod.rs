@@ -28,7 +28,6 @@ use std::io;
 use std::mem::ManuallyDrop;
 use std::os::unix::io::AsRawFd;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
 
 use crate::error::{Error, Result};
 use mutex::{Locked, SharedMutex};
@@ -68,9 +67,6 @@ pub struct LockFile {
     exclusive: bool,
     /// The fork generation the file was opened in.
     fork_generation: u64,
-    /// Held (in this process) around the cross-process writer mutex: the in-process side of
-    /// the writer lock, and what `set_map_size` waits on.
-    writer_in_process: Mutex<()>,
 }
 
 // SAFETY: all shared state in the mapping is accessed through atomics or glibc's mutex
@@ -204,7 +200,6 @@ impl LockFile {
             pid: std::process::id(),
             exclusive,
             fork_generation: fork::generation(),
-            writer_in_process: Mutex::new(()),
         })
     }
 
@@ -423,14 +418,6 @@ impl LockFile {
             }
         }
         oldest
-    }
-
-    /// The in-process half of the writer lock: taken before [`LockFile::lock_writer`],
-    /// released after [`LockFile::unlock_writer`].
-    pub fn writer_in_process(&self) -> Result<MutexGuard<'_, ()>> {
-        self.writer_in_process
-            .lock()
-            .map_err(|_| Error::Panic("writer lock poisoned"))
     }
 
     /// Takes the cross-process writer mutex (blocks). On [`Locked::OwnerDied`] the caller

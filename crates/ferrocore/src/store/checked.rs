@@ -10,10 +10,13 @@
 //!
 //! Why that is sound: a page's bytes change only when a writer writes it, and a page a
 //! snapshot reaches was written by the commit that made it reachable. While the base
-//! snapshot is the one this handle's own last txn left (the whole meta is compared, not
-//! only the txnid), every commit since the pages were checked was this handle's, and
-//! what it wrote it built itself. Any other commit (another process, another handle,
-//! LMDB) changes the meta, and the writer forgets everything. A page an aborted txn wrote
+//! snapshot is the one this handle's own last txn left, every commit since the pages were
+//! checked was this handle's, and what it wrote it built itself. Any other commit (another
+//! process, another handle, LMDB) publishes a greater txn id, and the writer forgets
+//! everything. The snapshot is known by its txn id, as [`EnvInner::meta_cache`] knows it:
+//! each commit, in any process, publishes the id after the one before, under the writer
+//! lock, so no two snapshots share one (a writer that dies before publishing leaves its
+//! meta's id for the next writer to publish, not to reuse). A page an aborted txn wrote
 //! in place (`WRITE_MAP`) is one no snapshot reaches; it becomes reachable again only
 //! through a commit that writes it anew.
 //!
@@ -23,6 +26,7 @@
 //! have caught is then caught, if at all, by the bounds checks every node access makes.
 //!
 //! [`DirtyPages::touch`]: super::DirtyPages
+//! [`EnvInner::meta_cache`]: crate::shared::EnvInner::meta_cache
 //! [`PageView::validate_all`]: crate::format::page::PageView::validate_all
 
 use crate::format::meta::Meta;
@@ -47,10 +51,18 @@ impl CheckedPages {
         }
     }
 
+    /// The snapshot the set describes, if its txn id is `txnid` (the published one: no
+    /// other commit came since this handle's last txn): the next write txn's base.
+    #[inline]
+    pub fn snapshot(&self, txnid: u64) -> Option<&Meta> {
+        self.as_of.as_ref().filter(|m| m.txnid == txnid)
+    }
+
     /// Readies the set for a write txn over `base`: keeps it if `base` is the snapshot it
-    /// describes, forgets everything otherwise (someone else committed).
+    /// describes (the same txn id), forgets everything otherwise (someone else committed).
+    #[inline]
     pub fn begin(&mut self, base: &Meta) {
-        if self.as_of.as_ref() != Some(base) {
+        if self.snapshot(base.txnid).is_none() {
             self.bits.clear();
             self.as_of = Some(*base);
         }
@@ -127,14 +139,18 @@ mod tests {
             "someone else committed 7"
         );
         c.insert(3);
-        // Same txnid, different snapshot (another handle committed a different 7).
-        c.begin(&Meta {
-            last_pgno: 99,
-            ..meta(7)
-        });
-        assert!(!c.contains(3));
-        c.insert(3);
+        // The next write txn of the same snapshot: known by its txn id.
+        assert_eq!(c.snapshot(7), Some(&meta(7)));
+        assert_eq!(c.snapshot(6), None);
+        assert_eq!(c.snapshot(8), None);
+        c.begin(&meta(7));
+        assert!(c.contains(3), "kept over the snapshot it describes");
         c.forget();
+        assert_eq!(
+            c.snapshot(7),
+            None,
+            "nothing is known after a failed commit"
+        );
         c.begin(&meta(7));
         assert!(!c.contains(3));
     }

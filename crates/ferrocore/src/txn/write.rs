@@ -1,7 +1,6 @@
 //! The write txn: begin, the DBs it changes, put, delete, drop, and its end.
 
 use std::sync::atomic::Ordering;
-use std::sync::MutexGuard;
 
 use crate::btree::{self, PutMode, TreeMut};
 use crate::catalog::KNOWN_FLAGS;
@@ -61,8 +60,6 @@ pub struct WriteTxn<'env> {
     pub(super) main_append_hint: Option<AppendHint>,
     /// The hint the last `tree_mut` took from its DB, for the put that called it.
     pub(super) append_hint: Option<AppendHint>,
-    // Released after Drop::drop has released the cross-process lock.
-    pub(super) _guard: MutexGuard<'env, ()>,
 }
 
 /// Where a write txn's last APPEND put into a DB went: the leaf that took the key in place
@@ -130,7 +127,8 @@ impl<'env> WriteTxn<'env> {
             return Err(Error::Io(std::io::Error::from_raw_os_error(libc::EACCES)));
         }
         env.check_not_forked()?;
-        let guard = env.lock.writer_in_process()?;
+        // The in-process half of the writer lock, and the buffers it guards.
+        let mut bufs = env.writer_in_process()?;
         if env.failed.load(Ordering::Acquire) {
             return Err(Error::Panic("a commit failed; reopen the environment"));
         }
@@ -142,7 +140,14 @@ impl<'env> WriteTxn<'env> {
                 return Err(e);
             }
         }
-        let base = match env.latest_meta().and_then(|m| check_write_map_size(env, m)) {
+        // The base: the snapshot this handle's last txn committed (kept with the set of
+        // checked pages) if its id is still the published one, else the latest meta.
+        let published = env.lock.txnid_cell().load(Ordering::Acquire);
+        let latest = match bufs.checked.snapshot(published) {
+            Some(meta) => Ok(*meta),
+            None => env.latest_meta(),
+        };
+        let base = match latest.and_then(|m| check_write_map_size(env, m)) {
             Ok(m) => m,
             Err(e) => {
                 env.lock.unlock_writer();
@@ -177,11 +182,6 @@ impl<'env> WriteTxn<'env> {
             FileShrink::TrimOnly
         } else {
             FileShrink::OnCommit
-        };
-        // Poisoned only with the in-process writer lock, checked above: as that one.
-        let Ok(mut bufs) = env.txn_buffers.lock() else {
-            env.lock.unlock_writer();
-            return Err(Error::Panic("write txn buffers poisoned"));
         };
         bufs.checked.begin(&base);
         let dup_scratch = std::mem::take(&mut bufs.txn_scratch);
@@ -236,7 +236,6 @@ impl<'env> WriteTxn<'env> {
             new_metas_unflushed,
             main_append_hint: None,
             append_hint: None,
-            _guard: guard,
         })
     }
 
@@ -982,8 +981,8 @@ impl Drop for WriteTxn<'_> {
             scratch.clear();
             self.pages.keep_txn_scratch(scratch);
         }
-        // The cross-process writer mutex; the in-process one goes with `_guard` just after
-        // (and the buffers' lock with `pages` before it).
+        // The cross-process writer mutex; the in-process one (the buffers' lock, held by
+        // `pages`) goes with the fields just after.
         self.env.lock.unlock_writer();
     }
 }
