@@ -175,6 +175,9 @@ pub struct DirtyPages<'e> {
     /// `&mut`). Atomic only so that the store stays `Sync` (cursors share it): the txn's
     /// thread is the only one to touch it, and it is a plain load and store.
     mapped_hot: AtomicU64,
+    /// The txn committed ([`DirtyPages::note_committed`]): its dirty pages are to be marked
+    /// checked as they are released.
+    committed: bool,
 }
 
 /// No page: `mapped_hot`'s empty value (page numbers are far below it).
@@ -230,6 +233,7 @@ impl<'e> DirtyPages<'e> {
             early: EarlyWrites::default(),
             free_edits: 0,
             mapped_hot: AtomicU64::new(NO_PAGE),
+            committed: false,
         }
     }
 
@@ -302,16 +306,11 @@ impl<'e> DirtyPages<'e> {
 
     /// After the commit of `meta` (written and, as its mode asks, flushed): the pages this
     /// txn wrote were built by the engine, so they are known well formed in the snapshot
-    /// it made, which the checked set now describes.
+    /// it made, which the checked set now describes. They join the set as the txn's end
+    /// drains its dirty pages ([`DirtyPages::release_buffers`]), in the same walk.
     pub fn note_committed(&mut self, meta: &Meta) {
-        let page_size = self.page_size;
-        let bufs = &mut *self.bufs;
-        for (&pgno, buf) in &bufs.dirty {
-            if buf.len() == page_size {
-                bufs.checked.insert(pgno);
-            }
-        }
-        bufs.checked.committed(meta);
+        self.committed = true;
+        self.bufs.checked.committed(meta);
     }
 
     /// After a failed commit: what the file holds is not known, so nothing is trusted.
@@ -319,7 +318,8 @@ impl<'e> DirtyPages<'e> {
         self.bufs.checked.forget();
     }
 
-    /// Drops every dirty page, keeping buffers for the next transaction: single pages
+    /// Drops every dirty page (after a commit, marking the single ones checked: see
+    /// [`DirtyPages::note_committed`]), keeping buffers for the next transaction: single pages
     /// (as many as this txn dirtied, up to 128 MiB of them), then a few runs of up to 16
     /// pages; and empties the lists. A large txn thus hands its buffers to the next one
     /// instead of each allocating (and zeroing) pages anew; a huge one (a bulk load) does
@@ -332,7 +332,11 @@ impl<'e> DirtyPages<'e> {
         self.mapped_hot.store(NO_PAGE, Ordering::Relaxed);
         let bufs = &mut *self.bufs;
         let held = bufs.dirty.len();
-        for (_, b) in bufs.dirty.drain() {
+        let committed = std::mem::take(&mut self.committed);
+        for (pgno, b) in bufs.dirty.drain() {
+            if committed && b.len() == ps {
+                bufs.checked.insert(pgno);
+            }
             let PageBuf::Heap(b) = b else { continue };
             if b.len() == ps {
                 if bufs.spare.len() < keep {
