@@ -600,6 +600,7 @@ impl<'env> WriteTxn<'env> {
 
     /// Stores `value` under `key`. `flags` from [`put_flags`]: `NO_OVERWRITE` and `APPEND`
     /// are supported on the main DB.
+    #[inline]
     pub fn put(&mut self, db: Database, key: &[u8], value: &[u8], flags: u32) -> Result<()> {
         self.put_inner(db, key, value, flags)
     }
