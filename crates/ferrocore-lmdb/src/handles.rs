@@ -294,8 +294,9 @@ enum TxnState {
     Read(ReadTxn<'static>),
     /// A read txn after `mdb_txn_reset`, waiting for `mdb_txn_renew`.
     Reset(InactiveReadTxn<'static>),
-    /// The write txn, always `Some` in this state (see [`WriteBox`]).
-    Write(WriteBox),
+    /// The write txn in its box (see [`WriteBox`]): both always `Some` in this state (the
+    /// box is an `Option` so that ending the txn takes it out without moving the state).
+    Write(Option<WriteBox>),
     /// A nested txn: its level in the root's write txn (`None` never lasts past its end).
     Nested(Option<NestedLevel>),
     /// Ended (the handle waits in the pool), or transient while a state is replaced.
@@ -411,7 +412,7 @@ pub(crate) unsafe fn access<'a>(txn: *mut MDB_txn) -> Rc<Access<'a>> {
     }
     match &mut t.state {
         TxnState::Read(r) => Ok(Access::Read(r)),
-        TxnState::Write(w) => (**w).as_mut().map(Access::Write).ok_or(MDB_BAD_TXN),
+        TxnState::Write(Some(w)) => (**w).as_mut().map(Access::Write).ok_or(MDB_BAD_TXN),
         TxnState::Nested(_) => {
             let mut root = t.parent;
             loop {
@@ -419,7 +420,7 @@ pub(crate) unsafe fn access<'a>(txn: *mut MDB_txn) -> Rc<Access<'a>> {
                 // so nothing else refers to them; the caller's contract covers the rest.
                 let p = unsafe { &mut *root };
                 match &mut p.state {
-                    TxnState::Write(w) => {
+                    TxnState::Write(Some(w)) => {
                         return (**w).as_mut().map(Access::Write).ok_or(MDB_BAD_TXN)
                     }
                     TxnState::Nested(_) => root = p.parent,
@@ -427,7 +428,7 @@ pub(crate) unsafe fn access<'a>(txn: *mut MDB_txn) -> Rc<Access<'a>> {
                 }
             }
         }
-        TxnState::Reset(_) | TxnState::Ended => Err(MDB_BAD_TXN),
+        TxnState::Reset(_) | TxnState::Write(None) | TxnState::Ended => Err(MDB_BAD_TXN),
     }
 }
 
@@ -556,7 +557,7 @@ pub(crate) unsafe fn begin_txn(env: *mut MDB_env, read_only: bool) -> Rc<*mut MD
     let t = unsafe { top_level_handle(env, id) };
     // SAFETY: `t` was just set up for this call, which owns it. The state is written in
     // the handle directly (a `TxnState` moved in, a read txn's size, was a 500-byte copy).
-    unsafe { (*t).state = TxnState::Write(place) };
+    unsafe { (*t).state = TxnState::Write(Some(place)) };
     Ok(t)
 }
 
@@ -639,7 +640,16 @@ pub(crate) unsafe fn end_txn(txn: *mut MDB_txn, commit: bool) -> Rc {
     let t = unsafe { &mut *txn };
     t.child = std::ptr::null_mut();
     let commit = commit && rc.is_ok();
-    let state = std::mem::replace(&mut t.state, TxnState::Ended);
+    let state = match &mut t.state {
+        // The box alone taken out: replacing the state moves all of its bytes (a read
+        // txn's, some 500), where a write txn's state is a pointer.
+        TxnState::Write(place) => {
+            let place = place.take();
+            t.state = TxnState::Ended;
+            TxnState::Write(place)
+        }
+        _ => std::mem::replace(&mut t.state, TxnState::Ended),
+    };
     let inherited: Vec<*mut MDB_cursor> = match t.inherited {
         0 => Vec::new(), // A top-level txn: no iterator to run.
         n => t.cursors.drain(..n).collect(),
@@ -659,7 +669,8 @@ pub(crate) unsafe fn end_txn(txn: *mut MDB_txn, commit: bool) -> Rc {
             }
         }
         TxnState::Reset(_) | TxnState::Ended => {}
-        TxnState::Write(mut place) => {
+        TxnState::Write(None) => {}
+        TxnState::Write(Some(mut place)) => {
             if commit {
                 // Committed in its box, and dropped there: the txn is not moved out.
                 rc = WriteTxn::commit_in_place(&mut place).rc();
