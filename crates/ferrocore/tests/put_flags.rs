@@ -153,8 +153,26 @@ fn duplicate_sizes_and_unsupported_flags() {
     assert_eq!(txn.get(MAIN, b"k").unwrap(), Some(&b"w"[..]));
     assert!(matches!(
         txn.put(MAIN, b"k", b"v", 0x8000_0000),
-        Err(Error::InvalidArgument(_))
+        Err(Error::InvalidArgument("unknown put flag"))
     ));
+    // Each refused flag says what to use instead, alone or with an accepted one.
+    for (flags, says) in [
+        (put_flags::MULTIPLE, "WriteCursor::put_multiple"),
+        (
+            put_flags::MULTIPLE | put_flags::NO_OVERWRITE,
+            "WriteCursor::put_multiple",
+        ),
+        (put_flags::CURRENT, "CURRENT is a cursor put flag"),
+        (put_flags::RESERVE | put_flags::APPEND, "put_reserve"),
+        (0x8000_0000 | put_flags::NO_DUP_DATA, "unknown put flag"),
+    ] {
+        match txn.put(MAIN, b"k", b"v", flags) {
+            Err(Error::InvalidArgument(message)) => {
+                assert!(message.contains(says), "flags {flags:#x}: {message}");
+            }
+            other => panic!("flags {flags:#x}: {other:?}"),
+        }
+    }
     // None of these poisoned the txn.
     txn.put(MAIN, b"k", b"v", 0).unwrap();
     txn.commit().unwrap();

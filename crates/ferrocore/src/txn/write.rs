@@ -651,9 +651,9 @@ impl<'env> WriteTxn<'env> {
             },
             None => tree.put_tracked(key, value, mode),
         };
-        let after = AppendHint::after(tree.db);
+        let after = append.then(|| AppendHint::after(tree.db));
         let leaf = self.note(r)?;
-        if let (true, Some(leaf)) = (append, leaf) {
+        if let (Some(after), Some(leaf)) = (after, leaf) {
             let hint = Some(AppendHint { leaf, ..after });
             if db == Database::MAIN {
                 self.main_append_hint = hint;
@@ -680,18 +680,8 @@ impl<'env> WriteTxn<'env> {
             | put_flags::APPEND
             | put_flags::APPEND_DUP
             | put_flags::NO_DUP_DATA;
-        if flags & put_flags::MULTIPLE != 0 {
-            return Err(Error::InvalidArgument(
-                "MULTIPLE is a cursor put flag (WriteCursor::put_multiple)",
-            ));
-        }
-        if flags & (put_flags::CURRENT | put_flags::RESERVE) != 0 {
-            return Err(Error::InvalidArgument(
-                "CURRENT is a cursor put flag and RESERVE has its own call (put_reserve)",
-            ));
-        }
         if flags & !known != 0 {
-            return Err(Error::InvalidArgument("unknown put flag"));
+            return Err(refused_put_flags(flags));
         }
         Ok(())
     }
@@ -958,6 +948,18 @@ thread_local! {
     /// The table of named-DB states the last write txn of this thread used, emptied: the
     /// next one takes it, and a commit allocates no table of its own.
     static SPARE_NAMED: std::cell::Cell<DbiMap<NamedDb>> = std::cell::Cell::default();
+}
+
+/// Why [`WriteTxn::put`] refuses `flags`, one of which it does not take.
+#[cold]
+fn refused_put_flags(flags: u32) -> Error {
+    Error::InvalidArgument(if flags & put_flags::MULTIPLE != 0 {
+        "MULTIPLE is a cursor put flag (WriteCursor::put_multiple)"
+    } else if flags & (put_flags::CURRENT | put_flags::RESERVE) != 0 {
+        "CURRENT is a cursor put flag and RESERVE has its own call (put_reserve)"
+    } else {
+        "unknown put flag"
+    })
 }
 
 impl Drop for WriteTxn<'_> {
