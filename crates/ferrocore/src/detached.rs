@@ -292,7 +292,7 @@ impl DetachedCursor {
     }
 
     /// The step of [`DetachedCursor::next_plain`] along the leaf of the cursor's
-    /// [`LeafScan`]: `None` without a scan in snapshot `r`, at the leaf's end, or on any
+    /// `LeafScan`: `None` without a scan in snapshot `r`, at the leaf's end, or on any
     /// other doubt (then `next_plain` does the checks). Calls nothing, so that a C
     /// binding's step can be a leaf function.
     #[inline(always)]

@@ -712,7 +712,7 @@ pub fn check_snapshot_with<S: PageSource + ?Sized>(
     result.map(|()| details.counts)
 }
 
-/// Checks the snapshot described by `meta` as [`check_snapshot_with`] does, but goes on
+/// Checks the snapshot described by `meta` as `check_snapshot_with` does, but goes on
 /// past every problem and returns them all, with each DB's figures. Never fails: a page
 /// that cannot be read is a problem like any other.
 ///

@@ -16,7 +16,7 @@ pub struct CheckReport {
     pub min_leaf_fill: usize,
 }
 
-/// The kinds of problem [`check_report`] finds.
+/// The kinds of problem [`ReadTxn::check_report`](crate::ReadTxn::check_report) finds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum ProblemKind {
@@ -137,7 +137,7 @@ impl fmt::Display for DbName {
     }
 }
 
-/// One problem [`check_report`] found.
+/// One problem [`ReadTxn::check_report`](crate::ReadTxn::check_report) found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Problem {
     /// What kind.
@@ -180,7 +180,7 @@ pub struct DbPages {
     pub entries: u64,
 }
 
-/// How [`check_report`] runs.
+/// How [`ReadTxn::check_report`](crate::ReadTxn::check_report) runs.
 #[derive(Clone, Copy)]
 pub struct CheckOptions<'a> {
     /// Problems kept in full; past these they are only counted.
@@ -199,7 +199,7 @@ impl Default for CheckOptions<'_> {
     }
 }
 
-/// Everything [`check_report`] found.
+/// Everything [`ReadTxn::check_report`](crate::ReadTxn::check_report) found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CheckDetails {
     /// The totals (as far as the walk got).
