@@ -300,25 +300,34 @@ impl<'a> PageView<'a> {
             return Err(corrupt(pgno, "page shorter than its header"));
         };
         let flags = read_u16(header, 10);
-        // Exactly one of BRANCH and LEAF, and none of the other kinds.
-        let kind = flags
-            & (page_flags::BRANCH
-                | page_flags::LEAF
-                | page_flags::OVERFLOW
-                | page_flags::META
-                | page_flags::LEAF2);
-        if kind == page_flags::LEAF | page_flags::LEAF2 {
-            return Self::parse_leaf2(bytes, pgno, flags);
-        }
-        if kind != page_flags::BRANCH && kind != page_flags::LEAF {
-            return Err(corrupt(pgno, "not a branch or leaf page"));
-        }
-        if flags & page_flags::SUBP == 0 && read_u64(header, 0) != pgno {
-            return Err(corrupt(pgno, "page number in header does not match"));
-        }
-        // LMDB clears P_DIRTY before it writes a page; only sub-pages keep it.
-        if flags & (page_flags::DIRTY | page_flags::SUBP) == page_flags::DIRTY {
-            return Err(corrupt(pgno, "page marked dirty in the file"));
+        let kind_bits = page_flags::BRANCH
+            | page_flags::LEAF
+            | page_flags::OVERFLOW
+            | page_flags::META
+            | page_flags::LEAF2;
+        let shape = flags & (kind_bits | page_flags::DIRTY | page_flags::SUBP);
+        if shape == page_flags::BRANCH || shape == page_flags::LEAF {
+            // The common case, in one test: a branch or leaf page of the file, neither a
+            // sub-page nor marked dirty. It must carry its own number.
+            if read_u64(header, 0) != pgno {
+                return Err(corrupt(pgno, "page number in header does not match"));
+            }
+        } else {
+            // Exactly one of BRANCH and LEAF, and none of the other kinds.
+            let kind = flags & kind_bits;
+            if kind == page_flags::LEAF | page_flags::LEAF2 {
+                return Self::parse_leaf2(bytes, pgno, flags);
+            }
+            if kind != page_flags::BRANCH && kind != page_flags::LEAF {
+                return Err(corrupt(pgno, "not a branch or leaf page"));
+            }
+            if flags & page_flags::SUBP == 0 && read_u64(header, 0) != pgno {
+                return Err(corrupt(pgno, "page number in header does not match"));
+            }
+            // LMDB clears P_DIRTY before it writes a page; only sub-pages keep it.
+            if flags & (page_flags::DIRTY | page_flags::SUBP) == page_flags::DIRTY {
+                return Err(corrupt(pgno, "page marked dirty in the file"));
+            }
         }
         let lower = read_u16(header, 12) as usize;
         let upper = read_u16(header, 14) as usize;
@@ -681,6 +690,65 @@ pub use super::edit;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a page header with `flags` should give, by the rules `PageView::parse` checks
+    /// one at a time (its fast path tests the common case at once): the error's text, or
+    /// `None` for a page it accepts as a branch, leaf or sub-page (`Some("leaf2")`: handed
+    /// to the LEAF2 parse).
+    fn header_verdict(flags: u16, own_pgno: bool) -> Option<&'static str> {
+        let kind = flags
+            & (page_flags::BRANCH
+                | page_flags::LEAF
+                | page_flags::OVERFLOW
+                | page_flags::META
+                | page_flags::LEAF2);
+        if kind == page_flags::LEAF | page_flags::LEAF2 {
+            return Some("leaf2");
+        }
+        if kind != page_flags::BRANCH && kind != page_flags::LEAF {
+            return Some("not a branch or leaf page");
+        }
+        if flags & page_flags::SUBP == 0 && !own_pgno {
+            return Some("page number in header does not match");
+        }
+        if flags & (page_flags::DIRTY | page_flags::SUBP) == page_flags::DIRTY {
+            return Some("page marked dirty in the file");
+        }
+        None
+    }
+
+    #[test]
+    fn every_header_flag_combination_is_judged_by_the_rules() {
+        for flags in 0..=0xffu16 {
+            for own_pgno in [true, false] {
+                let mut page = vec![0u8; 256];
+                edit::init(&mut page, 9, page_flags::LEAF);
+                write_u16(&mut page, 10, flags);
+                let pgno = if own_pgno { 9 } else { 10 };
+                let got = match PageView::parse(&page, pgno) {
+                    Ok(v) => {
+                        assert_eq!(v.flags, flags);
+                        assert_eq!(v.num_keys(), 0);
+                        None
+                    }
+                    Err(Error::Corrupted { what, .. }) => Some(what),
+                    Err(e) => panic!("flags {flags:#x}: {e}"),
+                };
+                match header_verdict(flags, own_pgno) {
+                    // The LEAF2 parse has checks of its own; only where it went matters.
+                    Some("leaf2") => assert_ne!(got, Some("not a branch or leaf page")),
+                    want => assert_eq!(got, want, "flags {flags:#x}, own pgno {own_pgno}"),
+                }
+            }
+        }
+        // The bounds are checked on every path.
+        let mut page = vec![0u8; 256];
+        edit::init(&mut page, 9, page_flags::BRANCH);
+        write_u16(&mut page, 12, 17);
+        assert!(PageView::parse(&page, 9).is_err());
+        write_u16(&mut page, 10, page_flags::LEAF | page_flags::SUBP);
+        assert!(PageView::parse(&page, 9).is_err());
+    }
 
     #[test]
     fn limits_match_lmdb() {
