@@ -389,11 +389,9 @@ pub fn save(
     };
     // The txn's own record goes after every other (its key, the txn's id, is the
     // highest); the records taken are deleted, and the pool's written, at the left edge
-    // (those keys are below every record left).
+    // (those keys are below every record left): the deletes below copy that edge, still
+    // before the lists are taken.
     tree.touch_edge(true)?;
-    if !tree.store.reclaim.consumed.is_empty() {
-        tree.touch_edge(false)?;
-    }
     // Delete the records taken, still taking more if a delete needs pages (it may copy a
     // sibling to even out a leaf): those are deleted in turn, the oldest left each time.
     let mut deleted = 0;
