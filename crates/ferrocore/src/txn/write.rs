@@ -206,7 +206,7 @@ impl<'env> WriteTxn<'env> {
             }
             new_metas_unflushed = false;
         }
-        let mut pages = DirtyPages::new(
+        let pages = DirtyPages::new(
             &env.map,
             env.page_size,
             base.last_pgno,
@@ -215,8 +215,7 @@ impl<'env> WriteTxn<'env> {
             Reclaim::new(base.free_db, limit, freelist::next_reclaimable),
             mapped,
         );
-        pages.write_early_to(&*env.data);
-        Ok(WriteTxn {
+        let mut txn = WriteTxn {
             env,
             txnid: base.txnid + 1,
             base,
@@ -236,7 +235,9 @@ impl<'env> WriteTxn<'env> {
             new_metas_unflushed,
             main_append_hint: None,
             append_hint: None,
-        })
+        };
+        txn.pages.write_early_to(&*env.data);
+        Ok(txn)
     }
 
     /// This txn's id (the last committed id + 1).
