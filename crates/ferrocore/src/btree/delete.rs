@@ -10,9 +10,12 @@ use super::search::{descend_edge, search};
 use super::{debug_assert_ordered, view, Path, FILL_THRESHOLD};
 
 /// The most two leaves may fill (per-mille of a page, together) for a delete's rebalance to
-/// merge them rather than move nodes between them: room left for inserts before the merged
-/// leaf splits again.
-const MERGE_ROOM: usize = 750;
+/// merge them rather than move nodes between them: all of it, so two leaves that fit one
+/// page merge. (At three quarters, which left room for inserts before the merged leaf
+/// split again, the free DB's first leaf, a queue's front, borrowed from a sibling not much
+/// fuller than itself every ten commits or so, rewriting both each time: W8's one-put
+/// commit through the C ABI spent ~300 instructions more.)
+pub(super) const MERGE_ROOM: usize = 1000;
 
 /// Buffers of [`TreeMut::move_node`] and [`TreeMut::merge`], kept by the thread: a
 /// rebalance moves a node or merges two pages at most every few deletes (the free DB's
@@ -183,17 +186,21 @@ impl<S: PageStore> TreeMut<'_, S> {
             // when the sibling could lend a node: a queue deleted at its left end (the
             // free DB, whose oldest records go first and newest come last) otherwise
             // borrows from the right leaf every few commits, each time rewriting both.
-            let merge_fits = leaf && fill + sfill <= MERGE_ROOM;
-            if sfill >= FILL_THRESHOLD && sn > min_keys && !merge_fits {
-                return self.move_node(path, level, sib, sib_right);
-            }
+            // Otherwise the sibling lends if it can; if not, the two merge if they fit.
+            let can_lend = sfill >= FILL_THRESHOLD && sn > min_keys;
+            let try_merge = !can_lend || (leaf && fill + sfill <= MERGE_ROOM);
             let (left, right, ridx) = if sib_right {
                 (pgno, sib, 1)
             } else {
                 (sib, pgno, pidx)
             };
-            if !self.merge(parent, left, right, ridx)? {
-                return Ok(());
+            // `merge` changes nothing when the two do not fit (the fills are rounded down).
+            if !(try_merge && self.merge(parent, left, right, ridx)?) {
+                return if can_lend {
+                    self.move_node(path, level, sib, sib_right)
+                } else {
+                    Ok(())
+                };
             }
             if !sib_right {
                 // Our page was merged into its left sibling; the parent's path entry is
