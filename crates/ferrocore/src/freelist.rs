@@ -302,6 +302,7 @@ fn plan_records(
     cap: usize,
     out: &mut Vec<PlannedRecord>,
     sort_scratch: &mut Vec<u64>,
+    spare: &mut Vec<Vec<u64>>,
 ) {
     crate::store::sort_pgnos_descending(&mut free.loose, sort_scratch);
     crate::store::sort_pgnos_descending(&mut free.freed, sort_scratch);
@@ -313,7 +314,7 @@ fn plan_records(
     let mut slot = 0;
     let mut next = |records: &mut Vec<PlannedRecord>, key: u64| -> usize {
         if slot == records.len() {
-            records.push(PlannedRecord::default());
+            add_record(records, spare);
         }
         records[slot].key = key;
         records[slot].pages.clear();
@@ -344,7 +345,9 @@ fn plan_records(
         }
         debug_assert_eq!(end, 0, "the whole pool is planned");
     }
-    records.truncate(slot);
+    if records.len() > slot {
+        drop_records(&mut records, slot, spare);
+    }
     debug_assert!(
         records
             .iter()
@@ -352,6 +355,30 @@ fn plan_records(
         "a page is free twice"
     );
     *out = records;
+}
+
+/// Adds a record to `records`, with a spare list if [`drop_records`] kept one: the number of
+/// records changes from commit to commit, and a list dropped with its record would be
+/// allocated again.
+#[cold]
+#[inline(never)]
+fn add_record(records: &mut Vec<PlannedRecord>, spare: &mut Vec<Vec<u64>>) {
+    records.push(PlannedRecord {
+        key: 0,
+        pages: spare.pop().unwrap_or_default(),
+    });
+}
+
+/// Drops the records from `len` on, keeping their lists in `spare` for [`add_record`],
+/// but not those a huge commit grew (as [`SaveScratch::trim`]).
+#[cold]
+#[inline(never)]
+fn drop_records(records: &mut Vec<PlannedRecord>, len: usize, spare: &mut Vec<Vec<u64>>) {
+    for record in records.drain(len..) {
+        if (1..=SaveScratch::KEEP).contains(&record.pages.capacity()) {
+            spare.push(record.pages);
+        }
+    }
 }
 
 /// Writes the txn's free-page bookkeeping into the free DB: deletes the records it
@@ -455,6 +482,9 @@ struct SaveScratch {
     value: Vec<u8>,
     /// The second buffer of the free lists' sort.
     sort_scratch: Vec<u64>,
+    /// Page lists of records a round planned and a later one did not, for the next
+    /// records (so that a commit allocates none when its number of records changes).
+    spare: Vec<Vec<u64>>,
 }
 
 impl Default for SaveScratch {
@@ -467,14 +497,18 @@ impl Default for SaveScratch {
             lens: Vec::new(),
             value: Vec::with_capacity(4096),
             sort_scratch: Vec::with_capacity(512),
+            spare: Vec::new(),
         }
     }
 }
 
 impl SaveScratch {
+    /// The most pages a list keeps room for from one commit to the next.
+    const KEEP: usize = 1 << 16;
+
     /// Lets go of buffers a huge commit grew (more than a few pages of records).
     fn trim(&mut self) {
-        const KEEP: usize = 1 << 16;
+        const KEEP: usize = SaveScratch::KEEP;
         for r in self.written.iter_mut().chain(self.planned.iter_mut()) {
             if r.pages.capacity() > KEEP {
                 r.pages = Vec::new();
@@ -514,6 +548,7 @@ fn settle(
         lens,
         value,
         sort_scratch,
+        spare,
     } = scratch;
     lens.clear();
     let mut shrink_tried = false;
@@ -525,6 +560,7 @@ fn settle(
             cap,
             planned,
             sort_scratch,
+            spare,
         );
         // A record written in an earlier round stays, empty if need be: deleting it would
         // free its page, which the next round would write again (and so on).
@@ -754,6 +790,51 @@ mod tests {
         assert_eq!(keys(&look(4_599, run)), [7, 6], "record 7 lists page 4,599");
     }
 
+    /// A round that plans fewer records than the last keeps the lists of those it drops,
+    /// and the next round with more records reuses them: the number of records moving
+    /// from commit to commit allocates nothing.
+    #[test]
+    fn dropped_records_lend_their_lists_to_the_next_rounds() {
+        let pool: Vec<u64> = (50..50 + 3 * SMALL_POOL as u64).rev().collect();
+        let mut free = crate::store::FreePages {
+            loose: vec![40],
+            freed: vec![30, 31],
+            pool,
+        };
+        let (mut out, mut sort_scratch, mut spare) = (Vec::new(), Vec::new(), Vec::new());
+        let mut plan = |free: &mut crate::store::FreePages, cap| {
+            plan_records(
+                free,
+                100,
+                (7, false),
+                cap,
+                &mut out,
+                &mut sort_scratch,
+                &mut spare,
+            );
+            let lists = out.iter().map(|r| r.pages.as_ptr()).collect::<Vec<_>>();
+            (lists, spare.iter().map(Vec::as_ptr).collect::<Vec<_>>())
+        };
+        // The pool in three records of at most SMALL_POOL pages, then in one, then in
+        // three again.
+        let (four, spare_after_four) = plan(&mut free, SMALL_POOL);
+        assert_eq!((four.len(), spare_after_four.len()), (4, 0));
+        let (two, spare_after_two) = plan(&mut free, 3 * SMALL_POOL);
+        assert_eq!(two.len(), 2);
+        assert_eq!(two[0], four[0], "the txn's own record keeps its list");
+        assert_eq!(
+            spare_after_two,
+            four[2..],
+            "the dropped records' lists are kept"
+        );
+        let (mut again, spare_after_again) = plan(&mut free, SMALL_POOL);
+        assert!(spare_after_again.is_empty());
+        let mut expected = [two[0], two[1], four[2], four[3]];
+        again.sort_unstable();
+        expected.sort_unstable();
+        assert_eq!(again, expected, "no list allocated anew");
+    }
+
     /// The pool's remainder goes back under the newest key taken, or, when small and no
     /// reader is older than the base, into the txn's own record.
     #[test]
@@ -771,6 +852,7 @@ mod tests {
                 (7, no_older_reader),
                 509,
                 &mut out,
+                &mut Vec::new(),
                 &mut Vec::new(),
             );
             out.into_iter()
