@@ -508,16 +508,15 @@ impl SaveScratch {
 
     /// Lets go of buffers a huge commit grew (more than a few pages of records).
     fn trim(&mut self) {
-        const KEEP: usize = SaveScratch::KEEP;
         for r in self.written.iter_mut().chain(self.planned.iter_mut()) {
-            if r.pages.capacity() > KEEP {
+            if r.pages.capacity() > Self::KEEP {
                 r.pages = Vec::new();
             }
         }
-        if self.value.capacity() > 8 * KEEP {
+        if self.value.capacity() > 8 * Self::KEEP {
             self.value = Vec::new();
         }
-        if self.sort_scratch.capacity() > KEEP {
+        if self.sort_scratch.capacity() > Self::KEEP {
             self.sort_scratch = Vec::new();
         }
     }
