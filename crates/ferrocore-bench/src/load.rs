@@ -67,7 +67,7 @@ fn write_dump(path: &Path, args: &LoadArgs) {
         line.clear();
         for part in [&key, &value] {
             line.push(' ');
-            for b in part.iter() {
+            for b in part {
                 line.push(char::from_digit(u32::from(b >> 4), 16).unwrap());
                 line.push(char::from_digit(u32::from(b & 15), 16).unwrap());
             }
@@ -93,6 +93,10 @@ fn measure(mut cmd: Command, db: &Path) -> Measured {
     let lock = PathBuf::from(format!("{}-lock", db.display()));
     let _ = std::fs::remove_file(&lock);
     let start = Instant::now();
+    #[allow(
+        clippy::zombie_processes,
+        reason = "reaped by `wait4` below, which also gives its rusage"
+    )]
     let child = cmd.spawn().expect("start the loader");
     let pid = child.id() as libc::pid_t;
     let mut status = 0;
@@ -110,7 +114,7 @@ fn measure(mut cmd: Command, db: &Path) -> Measured {
     Measured {
         secs,
         peak_kib: usage.ru_maxrss as u64,
-        file_bytes: std::fs::metadata(db).map(|m| m.len()).unwrap_or(0),
+        file_bytes: std::fs::metadata(db).map_or(0, |m| m.len()),
     }
 }
 

@@ -29,6 +29,9 @@ pub struct W8Args {
     /// Engines (default: ferrocore, LMDB, redb, SQLite).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub engines: Vec<Kind>,
+    /// Operations to measure (default: all of them), e.g. `--ops commit` for one column.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub ops: Vec<Op>,
     /// Print a markdown table.
     #[arg(long)]
     pub markdown: bool,
@@ -260,10 +263,15 @@ pub fn run(args: &W8Args) {
     } else {
         args.engines.clone()
     };
+    let ops: Vec<Op> = if args.ops.is_empty() {
+        Op::ALL.to_vec()
+    } else {
+        args.ops.clone()
+    };
     let exe = std::env::current_exe().expect("own path");
     let mut rows = Vec::new();
     for &engine in &engines {
-        for op in Op::ALL {
+        for &op in &ops {
             let dir = tempfile::tempdir().unwrap();
             let out = dir.path().join("callgrind.out");
             let data = dir.path().join("db");
@@ -314,7 +322,7 @@ pub fn run(args: &W8Args) {
     let machine = crate::machine::Machine::probe(&std::env::temp_dir());
     let find = |e: Kind, op: Op| rows.iter().find(|r| r.engine == e && r.op == op);
     let sep = if args.markdown { "|" } else { "" };
-    let header: Vec<String> = Op::ALL
+    let header: Vec<String> = ops
         .iter()
         .map(|op| format!("{} Ir/op", op.label()))
         .collect();
@@ -347,7 +355,7 @@ pub fn run(args: &W8Args) {
                 None => format!("{:.0}", r.per_op),
             }
         };
-        let cells: Vec<String> = Op::ALL.iter().map(|&op| cell(op)).collect();
+        let cells: Vec<String> = ops.iter().map(|&op| cell(op)).collect();
         if args.markdown {
             println!(
                 "{sep} {} {sep} {} {sep}",
@@ -362,13 +370,14 @@ pub fn run(args: &W8Args) {
     // Allocations per op, the same layout.
     if args.markdown {
         println!("\nAllocations (calls to malloc, calloc, realloc) per operation:\n");
-        println!("| engine | {} |", Op::ALL.map(Op::label).join(" | "));
-        println!("|---|{}", "---:|".repeat(Op::ALL.len()));
+        let labels: Vec<&str> = ops.iter().map(|op| op.label()).collect();
+        println!("| engine | {} |", labels.join(" | "));
+        println!("|---|{}", "---:|".repeat(ops.len()));
     } else {
         println!("\nallocations (malloc, calloc, realloc calls) per operation");
     }
     for &e in &engines {
-        let cells: Vec<String> = Op::ALL
+        let cells: Vec<String> = ops
             .iter()
             .map(|&op| {
                 format!(
