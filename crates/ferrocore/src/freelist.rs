@@ -33,8 +33,14 @@ pub fn next_reclaimable(
         return Ok(None);
     }
     // The record is read from the leaf the search returns (the usual case), else, when
-    // every key of that leaf is below `from`, from the next leaf.
-    let (leaf, idx, _) = crate::btree::integer_key_leaf(src, free_db, from)?;
+    // every key of that leaf is below `from`, from the next leaf. A txn's first look
+    // (`from` 0) wants the first record: found along first children, comparing no key.
+    let (leaf, idx) = if from == 0 {
+        (crate::btree::first_leaf(src, free_db)?, 0)
+    } else {
+        let (leaf, idx, _) = crate::btree::integer_key_leaf(src, free_db, from)?;
+        (leaf, idx)
+    };
     let (key, value, leaf_pgno) = if idx < leaf.num_keys() {
         let node = leaf.node(idx)?;
         let key = record_key(node.key, leaf.pgno())?;
@@ -706,6 +712,46 @@ mod tests {
             }
             // Room for a few more pages where there is some.
             assert!(slack_len(80, page_size) > 80);
+        }
+    }
+
+    /// A look from 0 (a txn's first) takes the free DB's first record, found along first
+    /// children; a later look the first record at or after its key: the same answers as
+    /// a scan of the records, over a free DB of several leaves and within the limit.
+    #[test]
+    fn next_reclaimable_finds_the_first_record_at_or_after_from() {
+        use crate::store::memory::MemoryPages;
+        let mut src = MemoryPages::new(4096);
+        let mut db = DbRecord::empty(0);
+        let keys: Vec<u64> = (0..1_500).map(|i| 7 + 3 * i).collect();
+        for &key in &keys {
+            let mut value = Vec::new();
+            encode_idl_into(&[key + 2, key + 1], 8 * 3, &mut value);
+            TreeMut {
+                store: &mut src,
+                db: &mut db,
+                cmp: KeyCmp::Integer,
+            }
+            .put(&key.to_le_bytes(), &value, PutMode::default())
+            .unwrap();
+        }
+        assert!(db.depth >= 2, "several leaves: {} levels", db.depth);
+        let mut pages = Vec::new();
+        let last = *keys.last().unwrap();
+        for from in (0..last + 3).step_by(2).chain([1, 7, 8, last]) {
+            for limit in [u64::MAX, from + 2, 7] {
+                pages.clear();
+                let found = next_reclaimable(&src, &db, from, limit, &mut pages).unwrap();
+                let want = keys
+                    .iter()
+                    .copied()
+                    .find(|&k| k >= from)
+                    .filter(|&k| k < limit);
+                assert_eq!(found, want, "from {from}, limit {limit}");
+                if let Some(key) = want {
+                    assert_eq!(pages, [key + 2, key + 1], "from {from}");
+                }
+            }
         }
     }
 

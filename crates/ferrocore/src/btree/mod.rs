@@ -27,7 +27,9 @@ mod tests;
 pub use free::free_tree;
 pub use position::{NextLeaf, Position, State};
 pub use put::{LeafFacts, PutMode, TreeMut};
-pub use search::{get, get_node, integer_key_leaf, leaf_search, node_value, search, search_leaf};
+pub use search::{
+    first_leaf, get, get_node, integer_key_leaf, leaf_search, node_value, search, search_leaf,
+};
 
 use crate::error::Result;
 use crate::format::page::{PageView, P_INVALID};

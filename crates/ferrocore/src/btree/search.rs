@@ -234,6 +234,22 @@ pub fn integer_key_leaf<'s, S: PageSource + ?Sized>(
     )
 }
 
+/// The DB's first leaf, reached along first children without comparing a key (slot 0
+/// holds its first key, if it has any).
+pub fn first_leaf<'s, S: PageSource + ?Sized>(src: &'s S, db: &DbRecord) -> Result<PageView<'s>> {
+    // The edges compare no keys: any order does.
+    let (leaf, _, _) = descend(
+        src,
+        db,
+        &mut NoTrail,
+        0,
+        db.root,
+        Descend::First,
+        cmp_lexicographic,
+    )?;
+    Ok(leaf)
+}
+
 /// Reads the value of a leaf node, following an overflow run if it has one.
 #[inline]
 pub fn node_value<'s, S: PageSource + ?Sized>(src: &'s S, node: &Node<'s>) -> Result<&'s [u8]> {
