@@ -71,13 +71,13 @@ pub(super) fn check_map_size(env: &EnvInner, slot: &ReaderSlot<'_>, meta: Meta) 
 
 /// `MapResized` if the last commit `meta` reaches past this process's map size (a process
 /// with a larger map wrote it), as LMDB's write txns check too. Only with a fixed map size.
-pub(super) fn check_write_map_size(env: &EnvInner, meta: Meta) -> Result<Meta> {
+pub(super) fn check_write_map_size(env: &EnvInner, meta: &Meta) -> Result<()> {
     let used = (meta.last_pgno + 1) * env.page_size as u64;
     if env.map_size_explicit.load(Ordering::Acquire) && used > env.map_size.load(Ordering::Acquire)
     {
         return Err(Error::MapResized);
     }
-    Ok(meta)
+    Ok(())
 }
 
 /// A read-only transaction: a consistent snapshot of the last commit when it began.

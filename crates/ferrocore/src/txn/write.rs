@@ -142,18 +142,22 @@ impl<'env> WriteTxn<'env> {
         }
         // The base: the snapshot this handle's last txn committed (kept with the set of
         // checked pages) if its id is still the published one, else the latest meta.
+        // (Copied once: a `Result<Meta>` passed along is a copy of the meta at each step.)
         let published = env.lock.txnid_cell().load(Ordering::Acquire);
-        let latest = match bufs.checked.snapshot(published) {
-            Some(meta) => Ok(*meta),
-            None => env.latest_meta(),
+        let base = match bufs.checked.snapshot(published) {
+            Some(meta) => *meta,
+            None => match env.latest_meta() {
+                Ok(meta) => meta,
+                Err(e) => {
+                    env.lock.unlock_writer();
+                    return Err(e);
+                }
+            },
         };
-        let base = match latest.and_then(|m| check_write_map_size(env, m)) {
-            Ok(m) => m,
-            Err(e) => {
-                env.lock.unlock_writer();
-                return Err(e);
-            }
-        };
+        if let Err(e) = check_write_map_size(env, &base) {
+            env.lock.unlock_writer();
+            return Err(e);
+        }
         env.note_snapshot(base.txnid);
         // Pages freed by txn t belong to snapshot t - 1. A reader of snapshot r needs the
         // records above r kept; and, as in LMDB, so does the snapshot before the last commit
@@ -206,7 +210,7 @@ impl<'env> WriteTxn<'env> {
             }
             new_metas_unflushed = false;
         }
-        let pages = DirtyPages::new(
+        let mut pages = DirtyPages::new(
             &env.map,
             env.page_size,
             base.last_pgno,
@@ -215,7 +219,8 @@ impl<'env> WriteTxn<'env> {
             Reclaim::new(base.free_db, limit, freelist::next_reclaimable),
             mapped,
         );
-        let mut txn = WriteTxn {
+        pages.write_early_to(&*env.data);
+        Ok(WriteTxn {
             env,
             txnid: base.txnid + 1,
             base,
@@ -235,9 +240,7 @@ impl<'env> WriteTxn<'env> {
             new_metas_unflushed,
             main_append_hint: None,
             append_hint: None,
-        };
-        txn.pages.write_early_to(&*env.data);
-        Ok(txn)
+        })
     }
 
     /// This txn's id (the last committed id + 1).
