@@ -337,13 +337,16 @@ pub(crate) fn write_data(env: &EnvInner, dirty: &[(u64, &[u8])], in_map: bool) -
         dirty.windows(2).all(|w| w[0].0 < w[1].0),
         "dirty pages sorted"
     );
+    // Pages in a buffer, by a shift: page sizes are powers of two (checked at open).
+    debug_assert!(ps.is_power_of_two());
+    let page_shift = ps.trailing_zeros();
     let mut i = 0;
     while i < dirty.len() {
         let start = dirty[i].0;
-        let mut end = start + (dirty[i].1.len() / ps) as u64;
+        let mut end = start + (dirty[i].1.len() >> page_shift) as u64;
         let mut j = i + 1;
         while j < dirty.len() && dirty[j].0 == end {
-            end += (dirty[j].1.len() / ps) as u64;
+            end += (dirty[j].1.len() >> page_shift) as u64;
             j += 1;
         }
         debug_assert!(
