@@ -132,13 +132,16 @@ impl<'env> WriteTxn<'env> {
         if env.failed.load(Ordering::Acquire) {
             return Err(Error::Panic("a commit failed; reopen the environment"));
         }
-        if env.lock.lock_writer()? == Locked::OwnerDied {
+        let locked = env.lock.lock_writer()?;
+        // From here every error gives the lock back as it returns.
+        let unlocking = |e: Error| {
+            env.lock.unlock_writer();
+            e
+        };
+        if locked == Locked::OwnerDied {
             // A process died holding the writer lock, perhaps after writing its meta but
             // before publishing its txn id: publish the newest meta's, as LMDB does.
-            if let Err(e) = env.recover_from_dead_writer() {
-                env.lock.unlock_writer();
-                return Err(e);
-            }
+            env.recover_from_dead_writer().map_err(unlocking)?;
         }
         // The base: the snapshot this handle's last txn committed (kept with the set of
         // checked pages) if its id is still the published one, else the latest meta.
@@ -146,18 +149,9 @@ impl<'env> WriteTxn<'env> {
         let published = env.lock.txnid_cell().load(Ordering::Acquire);
         let base = match bufs.checked.snapshot(published) {
             Some(meta) => *meta,
-            None => match env.latest_meta() {
-                Ok(meta) => meta,
-                Err(e) => {
-                    env.lock.unlock_writer();
-                    return Err(e);
-                }
-            },
+            None => env.latest_meta().map_err(unlocking)?,
         };
-        if let Err(e) = check_write_map_size(env, &base) {
-            env.lock.unlock_writer();
-            return Err(e);
-        }
+        check_write_map_size(env, &base).map_err(unlocking)?;
         env.note_snapshot(base.txnid);
         // Pages freed by txn t belong to snapshot t - 1. A reader of snapshot r needs the
         // records above r kept; and, as in LMDB, so does the snapshot before the last commit
@@ -190,13 +184,7 @@ impl<'env> WriteTxn<'env> {
         bufs.checked.begin(&base);
         let dup_scratch = std::mem::take(&mut bufs.txn_scratch);
         // Under WRITE_MAP the txn's pages are built in the map, within the file.
-        let mapped = match super::commit::mapped_writes(env) {
-            Ok(mapped) => mapped,
-            Err(e) => {
-                env.lock.unlock_writer();
-                return Err(e);
-            }
-        };
+        let mapped = super::commit::mapped_writes(env).map_err(unlocking)?;
         // Nothing was ever committed: the metas written when the environment was created
         // may not be on the disk (`env::write_new_metas`). Under WRITE_MAP this txn's pages
         // go to the map as it writes them, and the kernel may write them back at any time:
@@ -204,10 +192,7 @@ impl<'env> WriteTxn<'env> {
         let mut new_metas_unflushed =
             base.txnid == 0 && !super::commit::no_sync(env.flags.load(Ordering::Relaxed));
         if new_metas_unflushed && mapped.is_some() {
-            if let Err(e) = super::commit::flush_data(env, true) {
-                env.lock.unlock_writer();
-                return Err(e);
-            }
+            super::commit::flush_data(env, true).map_err(unlocking)?;
             new_metas_unflushed = false;
         }
         let mut pages = DirtyPages::new(
