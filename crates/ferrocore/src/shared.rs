@@ -196,6 +196,6 @@ impl EnvInner {
         } else {
             self.map.len() as u64
         };
-        limit >> self.page_size.trailing_zeros() // pages of a power-of-two size
+        crate::format::page::pages_in(limit, self.page_size)
     }
 }

@@ -46,6 +46,14 @@ const _: () = assert!(node_max(MIN_PAGE_SIZE).is_multiple_of(2));
 const _: () = assert!(2 * (node_max(MIN_PAGE_SIZE) + 2) <= MIN_PAGE_SIZE - PAGE_HEADER_SIZE);
 const _: () = assert!(overflow_pages(MIN_PAGE_SIZE, MIN_PAGE_SIZE - PAGE_HEADER_SIZE) == 1);
 
+/// Whole pages of `page_size` bytes in `bytes`, by a shift: page sizes are powers of two
+/// (checked at open), and this runs on every commit, where a 64-bit division cost more.
+#[inline]
+pub fn pages_in(bytes: u64, page_size: usize) -> u64 {
+    debug_assert!(page_size.is_power_of_two());
+    bytes >> page_size.trailing_zeros()
+}
+
 /// Page flags (`mp_flags`).
 pub mod page_flags {
     /// Branch page: nodes point at child pages.

@@ -331,7 +331,7 @@ impl<'e> DirtyPages<'e> {
         const KEEP_BYTES: usize = 128 << 20;
         const KEEP_RUNS: usize = 8;
         let ps = self.page_size;
-        let keep = KEEP_BYTES >> ps.trailing_zeros(); // pages of a power-of-two size
+        let keep = crate::format::page::pages_in(KEEP_BYTES as u64, ps) as usize;
         self.mapped_hot.store(NO_PAGE, Ordering::Relaxed);
         let bufs = &mut *self.bufs;
         let held = bufs.dirty.len();

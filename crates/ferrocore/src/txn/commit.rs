@@ -337,16 +337,14 @@ pub(crate) fn write_data(env: &EnvInner, dirty: &[(u64, &[u8])], in_map: bool) -
         dirty.windows(2).all(|w| w[0].0 < w[1].0),
         "dirty pages sorted"
     );
-    // Pages in a buffer, by a shift: page sizes are powers of two (checked at open).
-    debug_assert!(ps.is_power_of_two());
-    let page_shift = ps.trailing_zeros();
+    let pages_in = |buf: &[u8]| crate::format::page::pages_in(buf.len() as u64, ps);
     let mut i = 0;
     while i < dirty.len() {
         let start = dirty[i].0;
-        let mut end = start + (dirty[i].1.len() >> page_shift) as u64;
+        let mut end = start + pages_in(dirty[i].1);
         let mut j = i + 1;
         while j < dirty.len() && dirty[j].0 == end {
-            end += (dirty[j].1.len() >> page_shift) as u64;
+            end += pages_in(dirty[j].1);
             j += 1;
         }
         debug_assert!(
