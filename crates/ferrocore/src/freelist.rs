@@ -17,7 +17,7 @@ use crate::format::idl::{decode_idl, decode_idl_into, encode_idl_into};
 use crate::format::meta::DbRecord;
 use crate::format::page::overflow_pages;
 use crate::order::KeyCmp;
-use crate::store::{DirtyPages, PageSource};
+use crate::store::{DirtyPages, PageSource, PageStore};
 
 /// Finds the first free-DB record with a key in `from..limit`: returns its key, its pages
 /// in `pages`. The [`FindReclaimable`](crate::store::FindReclaimable) a write txn's store
@@ -640,6 +640,15 @@ fn settle(
                 // The txn's own record, new: its key (the txn's id) sorts after every
                 // record (they are keyed by committed txns, or by keys below those), so it
                 // goes down the right edge with one comparison, as an APPEND put.
+                // A free DB of one leaf (the usual one: a few records) that the deletes
+                // above copied takes it at its end without a descent, if it has room.
+                let root = tree.db.root;
+                if tree.db.depth == 1
+                    && tree.store.is_dirty(root)
+                    && tree.append_to_leaf(root, &key, value)?
+                {
+                    continue;
+                }
                 let append = PutMode {
                     append: true,
                     ..PutMode::default()

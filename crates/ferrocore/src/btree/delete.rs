@@ -6,8 +6,9 @@ use crate::store::PageStore;
 
 use super::nodes::Nodes;
 use super::put::{check_node_kind, TreeMut};
-use super::search::{descend_edge, search};
+use super::search::{descend, search, Descend};
 use super::{debug_assert_ordered, view, Path, FILL_THRESHOLD};
+use crate::order::cmp_lexicographic;
 
 /// The most two leaves may fill (per-mille of a page, together) for a delete's rebalance to
 /// merge them rather than move nodes between them: all of it, so two leaves that fit one
@@ -74,15 +75,27 @@ impl<S: PageStore> TreeMut<'_, S> {
             return Ok(0);
         }
         let mut path = Path::default();
-        descend_edge(&*self.store, self.db, &mut path, 0, self.db.root, false)?;
-        let page = view(&*self.store, path.leaf())?;
+        // The first leaf, parsed once: its keys are compared, and its item count tells
+        // whether a root leaf keeps any.
+        let (page, _, _) = descend(
+            &*self.store,
+            self.db,
+            &mut path,
+            0,
+            self.db.root,
+            Descend::First,
+            cmp_lexicographic,
+        )?;
+        let items = page.num_keys();
         let mut count = 0;
-        while count < keys.len().min(page.num_keys()) {
+        let mut overflow = false;
+        while count < keys.len().min(items) {
             let node = page.node(count)?;
             if node.key != keys[count].as_ref() {
                 break;
             }
             check_node_kind(node.flags, 0)?;
+            overflow |= node.flags & node_flags::BIGDATA != 0;
             count += 1;
         }
         if count == 0 {
@@ -90,15 +103,27 @@ impl<S: PageStore> TreeMut<'_, S> {
         }
         self.touch_path(&mut path)?;
         let leaf = path.leaf();
-        for _ in 0..count {
-            let node = view(&*self.store, leaf)?.node(0)?;
-            if node.flags & node_flags::BIGDATA != 0 {
-                let run = node.overflow_pgno();
-                self.free_overflow(run)?;
+        if overflow {
+            for _ in 0..count {
+                let node = view(&*self.store, leaf)?.node(0)?;
+                if node.flags & node_flags::BIGDATA != 0 {
+                    let run = node.overflow_pgno();
+                    self.free_overflow(run)?;
+                }
+                edit::delete_node(self.store.dirty_mut(leaf), 0);
             }
-            edit::delete_node(self.store.dirty_mut(leaf), 0);
+        } else {
+            // Inline records: the copy is looked up once for all of them.
+            let buf = self.store.dirty_mut(leaf);
+            for _ in 0..count {
+                edit::delete_node(buf, 0);
+            }
         }
         self.db.entries -= count as u64;
+        if path.depth == 1 && count < items {
+            // A root leaf that keeps items: a root has no fill to keep up.
+            return Ok(count);
+        }
         let level = path.leaf_level();
         self.rebalance(&mut path, level)?;
         Ok(count)
