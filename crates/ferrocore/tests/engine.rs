@@ -289,6 +289,80 @@ fn aborted_txn_leaves_nothing_behind() {
     env.check().unwrap();
 }
 
+/// One-put commits while a reader pins their pages: each writes its free-DB record at the
+/// end of the free DB's one leaf (the commit's quick append) until a record no longer fits
+/// there and the leaf splits; with the reader gone, later commits take the records oldest
+/// first (deleting them at the left edge) until the free DB is one leaf again. Every step
+/// keeps a sound file, and no write is lost.
+#[test]
+fn the_free_db_grows_past_one_leaf_and_back() {
+    let env = TempEnv::new(&env_options());
+    let mut txn = env.begin_write().unwrap();
+    for i in 0..2000 {
+        txn.put(MAIN, &key(i), b"v0", 0).unwrap();
+    }
+    txn.commit().unwrap();
+    let free_depth = |env: &Env| {
+        let txn = env.begin_read().unwrap();
+        let stat = txn.db_stat(Database::FREE).unwrap();
+        (stat.depth, stat.entries)
+    };
+    let mut latest = std::collections::HashMap::new();
+    let mut commits = 0u64;
+    let mut commit_one = |env: &Env| {
+        commits += 1;
+        let i = commits * 7 % 2000;
+        let value = format!("v{commits}");
+        let mut txn = env.begin_write().unwrap();
+        txn.put(MAIN, &key(i), value.as_bytes(), 0).unwrap();
+        txn.commit().unwrap();
+        latest.insert(i, value);
+        commits
+    };
+    let reader = env.begin_read().unwrap();
+    let split_at = loop {
+        let n = commit_one(&env);
+        let (depth, _) = free_depth(&env);
+        if depth >= 2 {
+            break n;
+        }
+        assert!(n < 5_000, "the free DB is still one leaf after {n} commits");
+        if n % 64 == 0 {
+            env.check().expect("a sound file while the free DB grows");
+        }
+    };
+    env.check()
+        .expect("a sound file after the free DB's leaf split");
+    let (_, records) = free_depth(&env);
+    assert!(records > 50, "{records} records split the leaf");
+    assert_eq!(reader.get(MAIN, &key(7)).unwrap(), Some(&b"v0"[..]));
+    drop(reader);
+    loop {
+        let n = commit_one(&env);
+        if free_depth(&env).0 == 1 {
+            break;
+        }
+        assert!(
+            n < split_at + 5_000,
+            "the free DB kept two levels for {} commits",
+            n - split_at
+        );
+        if n % 64 == 0 {
+            env.check().expect("a sound file while records are taken");
+        }
+    }
+    for _ in 0..200 {
+        commit_one(&env);
+    }
+    env.check()
+        .expect("a sound file once the free DB is one leaf again");
+    let txn = env.begin_read().unwrap();
+    for i in 0..2000 {
+        let want = latest.get(&i).map_or(&b"v0"[..], |v| v.as_bytes());
+        assert_eq!(txn.get(MAIN, &key(i)).unwrap(), Some(want), "key {i}");
+    }
+}
+
 #[test]
 fn readers_keep_their_snapshot_and_pin_its_pages() {
     let env = TempEnv::new(&env_options());
