@@ -3,7 +3,8 @@
 //! again giving every key a new value (the steady state: the DB does not grow), W4's random
 //! gets (one read txn), W5's scan (one read txn, every entry), W2's sorted APPEND puts
 //! (txns of 1,000), W7's indexed entries (a record plus 10 DUPSORT index values each,
-//! txns of 1,000), W6's one-put commits without the sync (on N entries) and W9's removals
+//! txns of 1,000), W6's one-put commits without the sync (on N entries, and again after N
+//! unmeasured ones: the steady state) and W9's removals
 //! (N random deletes, half of a DB of 2 N entries, in one txn), counting only
 //! what runs inside [`ferrobench_measure`] (a profile dump of its own), so key generation,
 //! opening and the untimed loads before the reads are not counted. It also
@@ -57,13 +58,17 @@ pub enum Op {
     Index,
     /// W6 without the sync: a txn of one random put, committed (on a DB of N entries).
     Commit,
+    /// The 1-put commit after N unmeasured ones (on a DB of 2 N entries): the steady state,
+    /// once the free pages the load left are worked through (the first commits after a
+    /// load cost LMDB more than later ones, and the plain cell averages them in).
+    CommitSteady,
     /// W9's removals: a random delete, half of a DB of 2 N entries in one txn (commit
     /// included).
     Delete,
 }
 
 impl Op {
-    const ALL: [Op; 8] = [
+    const ALL: [Op; 9] = [
         Op::Put,
         Op::Update,
         Op::Get,
@@ -71,6 +76,7 @@ impl Op {
         Op::Append,
         Op::Index,
         Op::Commit,
+        Op::CommitSteady,
         Op::Delete,
     ];
 
@@ -83,6 +89,7 @@ impl Op {
             Op::Append => "append put",
             Op::Index => "W7 entry",
             Op::Commit => "1-put commit",
+            Op::CommitSteady => "1-put commit, steady",
             Op::Delete => "delete",
         }
     }
@@ -164,6 +171,20 @@ pub fn cell(args: &W8CellArgs) {
                     e.put_batch(k, &v, false);
                 }
             });
+        }
+        Op::CommitSteady => {
+            load(&mut e);
+            let warm_up = KeyBuf::random(args.n, 16, 43);
+            for k in warm_up.keys().chunks(1) {
+                e.put_batch(k, &v, false);
+            }
+            let more = KeyBuf::random(args.n, 16, 45);
+            ferrobench_measure(&mut || {
+                for k in more.keys().chunks(1) {
+                    e.put_batch(k, &v, false);
+                }
+            });
+            assert_eq!(e.get_all(more.keys()), args.n * 100);
         }
         Op::Delete => {
             let all = KeyBuf::random(2 * args.n, 16, 44);
@@ -291,7 +312,7 @@ pub fn run(args: &W8Args) {
                 .arg("--engine")
                 .arg(engine.short())
                 .arg("--op")
-                .arg(format!("{op:?}").to_lowercase())
+                .arg(op.to_possible_value().expect("no op is skipped").get_name())
                 .arg("-n")
                 .arg(args.n.to_string())
                 .arg("--dir")
@@ -340,7 +361,8 @@ pub fn run(args: &W8Args) {
         println!(
             "\nW8 instructions per operation under callgrind, N = {} (16-byte random keys, 100-byte values;\n\
              put, append put, W7 entry: txns of 1000, no sync, commit included; get, next: one read txn;\n\
-             1-put commit: a txn of one put on N entries, no sync; delete: N of 2 N entries in one txn);\n\
+             1-put commit: a txn of one put on N entries, no sync; steady: the same after N unmeasured ones;\n\
+             delete: N of 2 N entries in one txn);\n\
              (x) = engine / LMDB\n",
             args.n
         );
