@@ -210,21 +210,29 @@ impl<S: PageStore> TreeMut<'_, S> {
             self.store.is_dirty(leaf),
             "the last append touched the leaf"
         );
-        let page = view(&*self.store, leaf)?;
-        let n = page.num_keys();
-        if !page.is_leaf()
-            || page.fixed_size() != 0
-            || n == 0
-            || NODE_HEADER_SIZE + key.len() + value.len() > node_max(self.page_size())
-            || self.cmp.compare(key, page.key(n - 1)?) != Ordering::Greater
-        {
+        if NODE_HEADER_SIZE + key.len() + value.len() > node_max(self.page_size()) {
             return Ok(false);
         }
+        let cmp = self.cmp;
+        // The copy, looked up once: read, then written (a sorted load's every put).
+        let buf = self.store.dirty_mut(leaf);
+        let n = {
+            let page = PageView::parse(buf, leaf)?;
+            let n = page.num_keys();
+            if !page.is_leaf()
+                || page.fixed_size() != 0
+                || n == 0
+                || cmp.compare(key, page.key(n - 1)?) != Ordering::Greater
+            {
+                return Ok(false);
+            }
+            n
+        };
         let node = NodeValue::Inline {
             flags: 0,
             data: value,
         };
-        if !edit::insert_node(self.store.dirty_mut(leaf), n, key, node) {
+        if !edit::insert_node(buf, n, key, node) {
             return Ok(false);
         }
         self.db.entries += 1;
