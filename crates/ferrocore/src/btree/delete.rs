@@ -1,7 +1,9 @@
 //! Delete, and the rebalancing that keeps pages at least a quarter full.
 
 use crate::error::Result;
-use crate::format::page::{edit, node_flags, page_flags, NodeValue, PAGE_HEADER_SIZE, P_INVALID};
+use crate::format::page::{
+    edit, node_flags, page_flags, NodeValue, PageView, PAGE_HEADER_SIZE, P_INVALID,
+};
 use crate::store::PageStore;
 
 use super::nodes::Nodes;
@@ -134,15 +136,20 @@ impl<S: PageStore> TreeMut<'_, S> {
     fn delete_at(&mut self, path: &mut Path, idx: usize) -> Result<()> {
         self.touch_path(path)?;
         let leaf = path.leaf();
+        // The copy, looked up once: read, then written (unless a value on overflow pages
+        // is freed first).
+        let buf = self.store.dirty_mut(leaf);
         let overflow = {
-            let page = view(&*self.store, leaf)?;
-            let node = page.node(idx)?;
+            let node = PageView::parse(buf, leaf)?.node(idx)?;
             (node.flags & node_flags::BIGDATA != 0).then(|| node.overflow_pgno())
         };
-        if let Some(run) = overflow {
-            self.free_overflow(run)?;
+        match overflow {
+            None => edit::delete_node(buf, idx),
+            Some(run) => {
+                self.free_overflow(run)?;
+                edit::delete_node(self.store.dirty_mut(leaf), idx);
+            }
         }
-        edit::delete_node(self.store.dirty_mut(leaf), idx);
         self.db.entries -= 1;
         let level = path.leaf_level();
         self.rebalance(path, level)
