@@ -30,6 +30,15 @@ fn key(i: u64) -> [u8; 16] {
     k
 }
 
+/// Puts keys `0..count` with `value`, in one txn.
+fn load(env: &Env, count: u64, value: &[u8]) {
+    let mut txn = env.begin_write().unwrap();
+    for i in 0..count {
+        txn.put(MAIN, &key(i), value, 0).unwrap();
+    }
+    txn.commit().unwrap();
+}
+
 fn file_len(dir: &Path) -> u64 {
     std::fs::metadata(dir.join("data.mdb")).unwrap().len()
 }
@@ -297,11 +306,7 @@ fn aborted_txn_leaves_nothing_behind() {
 #[test]
 fn the_free_db_grows_past_one_leaf_and_back() {
     let env = TempEnv::new(&env_options());
-    let mut txn = env.begin_write().unwrap();
-    for i in 0..2000 {
-        txn.put(MAIN, &key(i), b"v0", 0).unwrap();
-    }
-    txn.commit().unwrap();
+    load(&env, 2000, b"v0");
     let free_depth = |env: &Env| {
         let txn = env.begin_read().unwrap();
         let stat = txn.db_stat(Database::FREE).unwrap();
@@ -366,11 +371,7 @@ fn the_free_db_grows_past_one_leaf_and_back() {
 #[test]
 fn readers_keep_their_snapshot_and_pin_its_pages() {
     let env = TempEnv::new(&env_options());
-    let mut txn = env.begin_write().unwrap();
-    for i in 0..2000 {
-        txn.put(MAIN, &key(i), b"old", 0).unwrap();
-    }
-    txn.commit().unwrap();
+    load(&env, 2000, b"old");
     let reader = env.begin_read().unwrap();
     for round in 0..100 {
         let mut txn = env.begin_write().unwrap();
