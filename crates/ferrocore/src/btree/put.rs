@@ -66,7 +66,7 @@ impl LeafFacts {
     /// Reads slot `idx` of `leaf` (`exact` if the key is there) for a put in `mode`: fails
     /// as the put must if the present node's kind is not `mode`'s or `mode` does not
     /// overwrite.
-    #[inline]
+    #[inline(always)]
     pub fn read(leaf: &PageView<'_>, idx: usize, exact: bool, mode: PutMode) -> Result<Self> {
         let present = if exact {
             let node = leaf.node(idx)?;

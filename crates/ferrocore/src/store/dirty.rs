@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::format::meta::Meta;
 use crate::io::Map;
 
+use super::dirty_table::Entries;
 use super::*;
 
 /// Where a dirty page's bytes are.
@@ -19,6 +20,17 @@ pub(super) enum PageBuf {
 }
 
 impl PageBuf {
+    /// The bytes of the page (or run) `pgno` this buffer holds: its own, or those of the
+    /// map `map` of pages of `page_size` bytes.
+    #[inline]
+    pub(super) fn bytes<'b>(&'b self, map: &'b Map, page_size: usize, pgno: u64) -> &'b [u8] {
+        match self {
+            PageBuf::Heap(b) => b,
+            PageBuf::Mapped(len) => map.slice(pgno as usize * page_size, *len),
+        }
+    }
+
+    /// Its length in bytes.
     pub(super) fn len(&self) -> usize {
         match self {
             PageBuf::Heap(b) => b.len(),
@@ -35,7 +47,7 @@ impl PageBuf {
 #[derive(Default)]
 pub struct TxnBuffers {
     /// The txn's dirty pages, by page number; empty between txns.
-    pub(super) dirty: PgnoMap<PageBuf>,
+    pub(super) dirty: DirtyTable,
     /// Single-page buffers kept for reuse (up to 128 MiB of them, across commits too).
     pub(super) spare: Vec<Box<[u8]>>,
     /// A few multi-page buffers kept for reuse (up to 8 runs of up to 16 pages: overflow
@@ -72,13 +84,13 @@ pub struct TxnBuffers {
 /// open: the first txns of a growing file then do not grow them step by step, as LMDB
 /// allocates its dirty list and free-page list when it opens (`mdb_env_open`, 128K entries
 /// each). Room for 4,096 pages (16 MiB of 4 KiB pages) is some 400 KiB of address space,
-/// most of it never touched until a txn is that large. The dirty-page map starts with room
-/// for [`PRESIZED_DIRTY`]; its size then follows the txns
-/// ([`DirtyPages::release_buffers`] shrinks a table far larger than the last txn needed,
-/// as every commit walks all its buckets).
+/// most of it never touched until a txn is that large. The dirty-page table's hash table
+/// (for txns of more than a few pages) starts with room for [`PRESIZED_DIRTY`]; its size
+/// then follows the large txns (`DirtyTable::drain_each` shrinks a table far larger than
+/// the last txn needed, as every commit walks all its buckets).
 const PRESIZED_ENTRIES: usize = 4096;
 
-/// Pages the dirty-page map has room for from the environment's open (see
+/// Pages the dirty-page table's hash table has room for from the environment's open (see
 /// [`PRESIZED_ENTRIES`]): 2,048 buckets, 66 KiB.
 const PRESIZED_DIRTY: usize = 1024;
 
@@ -88,7 +100,7 @@ impl TxnBuffers {
     pub fn presized() -> Self {
         let n = PRESIZED_ENTRIES;
         TxnBuffers {
-            dirty: PgnoMap::with_capacity_and_hasher(PRESIZED_DIRTY, Default::default()),
+            dirty: DirtyTable::with_capacity(PRESIZED_DIRTY),
             spare: Vec::with_capacity(n),
             spare_runs: Vec::new(),
             free: FreePages {
@@ -255,27 +267,25 @@ impl<'e> DirtyPages<'e> {
     /// with [`DirtyPages::keep_write_order`] once written, for the next commit to reuse.
     pub fn sorted_dirty(&mut self) -> WriteOrder<'_> {
         let mut order = recycle_order(std::mem::take(&mut self.bufs.write_order));
-        if self.bufs.dirty.len() < RADIX_FROM {
-            // A few pages: sorted where they are listed.
-            order.extend(
-                self.bufs
-                    .dirty
-                    .iter()
-                    .map(|(&p, b)| (p, self.dirty_bytes(p, b))),
-            );
-            order.sort_unstable_by_key(|&(p, _)| p);
-            return order;
-        }
-        // Many: their numbers sorted by radix, then listed in that order.
         let bufs = &mut *self.bufs;
+        let hashed = match bufs.dirty.entries() {
+            Entries::InOrder(entries) => {
+                // A small txn's pages, listed in order already.
+                let (map, ps) = (self.map, self.page_size);
+                order.extend(entries.iter().map(|(p, b)| (*p, b.bytes(map, ps, *p))));
+                return order;
+            }
+            Entries::Hashed(hashed) => hashed,
+        };
+        // Many: their numbers sorted by radix, then listed in that order.
         bufs.sorted_pgnos.clear();
-        bufs.sorted_pgnos.extend(bufs.dirty.keys());
+        bufs.sorted_pgnos.extend(hashed.keys());
         sort_pgnos(&mut bufs.sorted_pgnos, &mut bufs.sort_scratch);
-        let bufs = &*self.bufs;
+        let (map, ps) = (self.map, self.page_size);
         order.extend(
             bufs.sorted_pgnos
                 .iter()
-                .map(|&p| (p, self.dirty_bytes(p, &bufs.dirty[&p]))),
+                .map(|&p| (p, hashed[&p].bytes(map, ps, p))),
         );
         order
     }
@@ -301,10 +311,7 @@ impl<'e> DirtyPages<'e> {
     /// The bytes of dirty page `pgno`, whose buffer is `buf`.
     #[inline]
     pub(super) fn dirty_bytes<'s>(&'s self, pgno: u64, buf: &'s PageBuf) -> &'s [u8] {
-        match buf {
-            PageBuf::Heap(b) => b,
-            PageBuf::Mapped(len) => self.map.slice(pgno as usize * self.page_size, *len),
-        }
+        buf.bytes(self.map, self.page_size, pgno)
     }
 
     /// After the commit of `meta` (written and, as its mode asks, flushed): the pages this
@@ -334,29 +341,25 @@ impl<'e> DirtyPages<'e> {
         let keep = crate::format::page::pages_in(KEEP_BYTES as u64, ps) as usize;
         self.mapped_hot.store(NO_PAGE, Ordering::Relaxed);
         let bufs = &mut *self.bufs;
-        let held = bufs.dirty.len();
         let committed = std::mem::take(&mut self.committed);
-        for (pgno, b) in bufs.dirty.drain() {
-            if committed && b.len() == ps {
-                bufs.checked.insert(pgno);
-            }
-            let PageBuf::Heap(b) = b else { continue };
-            if b.len() == ps {
-                if bufs.spare.len() < keep {
-                    bufs.spare.push(b);
+        let (checked, spare, spare_runs) =
+            (&mut bufs.checked, &mut bufs.spare, &mut bufs.spare_runs);
+        bufs.dirty.drain_each(
+            #[inline(always)]
+            |pgno, b| {
+                if committed && b.len() == ps {
+                    checked.insert(pgno);
                 }
-            } else if b.len() <= 16 * ps && bufs.spare_runs.len() < KEEP_RUNS {
-                bufs.spare_runs.push(b);
-            }
-        }
-        // The table keeps its capacity for the next txn, but not far beyond what this one
-        // needed: iterating it (three times a commit: to sort, to mark the pages checked,
-        // and draining it here) walks every bucket, and after one large txn every small
-        // one would pay for the large one's table (a 1,024-bucket table kept for txns of a
-        // few pages cost ~1,000 instructions a commit).
-        if bufs.dirty.capacity() > 64 && bufs.dirty.capacity() > 8 * held {
-            bufs.dirty.shrink_to(2 * held);
-        }
+                let PageBuf::Heap(b) = b else { return };
+                if b.len() == ps {
+                    if spare.len() < keep {
+                        spare.push(b);
+                    }
+                } else if b.len() <= 16 * ps && spare_runs.len() < KEEP_RUNS {
+                    spare_runs.push(b);
+                }
+            },
+        );
         bufs.free.clear();
         for list in [&mut bufs.sorted_pgnos, &mut bufs.sort_scratch] {
             empty_keeping(list, 1 << 16);
@@ -550,7 +553,7 @@ impl<'e> DirtyPages<'e> {
         if !self.nested.is_empty() {
             self.save_for_nested(pgno);
         }
-        match self.bufs.dirty.get_mut(&pgno) {
+        match self.bufs.dirty.get_mut(pgno) {
             Some(PageBuf::Heap(page)) => {
                 assert_eq!(page.len(), buf.len(), "swap_page takes one page");
                 std::mem::swap(page, buf);
@@ -577,7 +580,7 @@ impl PageSource for DirtyPages<'_> {
             let end = self.readable_end().max(self.next_pgno);
             return map_pages(self.map, self.page_size, end, pgno, count);
         }
-        if let Some(b) = self.bufs.dirty.get(&pgno) {
+        if let Some(b) = self.bufs.dirty.get(pgno) {
             if b.len() < count * self.page_size {
                 return Err(Error::corrupted(
                     pgno,
@@ -596,7 +599,7 @@ impl PageStore for DirtyPages<'_> {
         if self.mapped_hot.load(Ordering::Relaxed) == pgno {
             return true;
         }
-        match self.bufs.dirty.get(&pgno) {
+        match self.bufs.dirty.get(pgno) {
             Some(PageBuf::Mapped(len)) => {
                 if *len == self.page_size {
                     self.mapped_hot.store(pgno, Ordering::Relaxed);
@@ -616,7 +619,7 @@ impl PageStore for DirtyPages<'_> {
         if self.mapped_hot.load(Ordering::Relaxed) == pgno {
             debug_assert!(
                 self.nested.is_empty()
-                    && matches!(self.bufs.dirty.get(&pgno), Some(PageBuf::Mapped(l)) if *l == self.page_size),
+                    && matches!(self.bufs.dirty.get(pgno), Some(PageBuf::Mapped(l)) if *l == self.page_size),
                 "the hot page {pgno} is not a dirty mapped page"
             );
             // SAFETY: as below: `mapped_hot` names a single page this txn holds in `dirty`
@@ -630,7 +633,7 @@ impl PageStore for DirtyPages<'_> {
         if !self.nested.is_empty() {
             self.save_for_nested(pgno);
         }
-        match self.bufs.dirty.get_mut(&pgno) {
+        match self.bufs.dirty.get_mut(pgno) {
             Some(PageBuf::Heap(b)) => b,
             Some(PageBuf::Mapped(len)) => {
                 if *len == self.page_size {
@@ -687,7 +690,7 @@ impl PageStore for DirtyPages<'_> {
             // A page of the base snapshot (not dirty, checked above; at least 2, as every
             // page the map gives out past the metas): what `free` does for it, without its
             // look-ups in the dirty map.
-            debug_assert!(pgno >= 2 && !self.bufs.dirty.contains_key(&pgno));
+            debug_assert!(pgno >= 2 && !self.bufs.dirty.contains_key(pgno));
             self.bufs.free.freed.push(pgno);
             self.free_edits += 1;
         } else {
@@ -713,7 +716,7 @@ impl PageStore for DirtyPages<'_> {
             self.free_edits += 1;
             return Ok(());
         }
-        let held = match self.bufs.dirty.get(&pgno) {
+        let held = match self.bufs.dirty.get(pgno) {
             Some(buf) => count
                 .checked_mul(self.page_size)
                 .is_some_and(|len| len <= buf.len()),
@@ -733,7 +736,7 @@ impl PageStore for DirtyPages<'_> {
         if self.mapped_hot.load(Ordering::Relaxed) == pgno {
             self.mapped_hot.store(NO_PAGE, Ordering::Relaxed);
         }
-        if let Some(buf) = self.bufs.dirty.remove(&pgno) {
+        if let Some(buf) = self.bufs.dirty.remove(pgno) {
             self.unqueue_early(pgno);
             if let PageBuf::Heap(buf) = buf {
                 if buf.len() == self.page_size {

@@ -90,7 +90,7 @@ impl<'e> DirtyPages<'e> {
             }
         }
         debug_assert!(
-            self.bufs.dirty.contains_key(&pgno),
+            self.bufs.dirty.contains_key(pgno),
             "page {pgno} is not dirty"
         );
         self.early.queue.push(pgno);
@@ -135,14 +135,16 @@ impl<'e> DirtyPages<'e> {
             }
             let run = &queue[i..j];
             let dirty = &self.bufs.dirty;
-            let mut bufs = run.iter().map(|p| match &dirty[p] {
-                PageBuf::Heap(b) => &b[..],
-                PageBuf::Mapped(_) => unreachable!("no early writes under WRITE_MAP"),
-            });
+            let mut bufs =
+                run.iter()
+                    .map(|p| match dirty.get(*p).expect("a queued page is dirty") {
+                        PageBuf::Heap(b) => &b[..],
+                        PageBuf::Mapped(_) => unreachable!("no early writes under WRITE_MAP"),
+                    });
             file.write_vectored_at(queue[i] * ps as u64, &mut bufs)
                 .map_err(Error::Io)?;
             for &p in run {
-                let Some(PageBuf::Heap(buf)) = self.bufs.dirty.remove(&p) else {
+                let Some(PageBuf::Heap(buf)) = self.bufs.dirty.remove(p) else {
                     unreachable!("a queued page is a heap page");
                 };
                 let count = (buf.len() / ps) as u32;
@@ -161,7 +163,13 @@ impl<'e> DirtyPages<'e> {
 
     /// Pages in dirty page or run `pgno`.
     fn pages_of(&self, pgno: u64) -> u64 {
-        (self.bufs.dirty[&pgno].len() / self.page_size) as u64
+        (self
+            .bufs
+            .dirty
+            .get(pgno)
+            .expect("a queued page is dirty")
+            .len()
+            / self.page_size) as u64
     }
 
     /// Forgets `pgno` in the queue (it is being freed while queued).

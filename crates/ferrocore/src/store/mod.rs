@@ -18,6 +18,7 @@
 
 mod checked;
 mod dirty;
+mod dirty_table;
 mod early;
 mod mapped;
 #[cfg(test)]
@@ -35,6 +36,7 @@ pub use snapshot::SnapshotPages;
 pub use tail::TailRun;
 
 use dirty::PageBuf;
+use dirty_table::DirtyTable;
 use early::EarlyWrites;
 use nested::NestLevel;
 use snapshot::map_pages;

@@ -38,7 +38,7 @@ impl DirtyPages<'_> {
     pub fn abort_nested(&mut self) {
         let level = self.nested.pop().expect("a nested txn to abort");
         for pgno in level.allocated {
-            if let Some(PageBuf::Heap(buf)) = self.bufs.dirty.remove(&pgno) {
+            if let Some(PageBuf::Heap(buf)) = self.bufs.dirty.remove(pgno) {
                 if buf.len() == self.page_size {
                     self.bufs.spare.push(buf);
                 }
@@ -80,7 +80,7 @@ impl DirtyPages<'_> {
         if level.allocated.contains(&pgno) || level.saved.contains_key(&pgno) {
             return;
         }
-        if let Some(PageBuf::Heap(buf)) = self.bufs.dirty.get(&pgno) {
+        if let Some(PageBuf::Heap(buf)) = self.bufs.dirty.get(pgno) {
             level.saved.insert(pgno, PageBuf::Heap(buf.clone()));
         }
     }

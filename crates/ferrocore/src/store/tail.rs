@@ -66,7 +66,7 @@ impl DirtyPages<'_> {
             } else {
                 break;
             }
-            debug_assert!(!bufs.dirty.contains_key(&last), "free page {last} is dirty");
+            debug_assert!(!bufs.dirty.contains_key(last), "free page {last} is dirty");
             self.next_pgno = last;
         }
         pool.drain(..from_pool);
