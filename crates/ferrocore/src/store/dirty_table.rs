@@ -98,31 +98,34 @@ impl DirtyTable {
     /// Makes `buf` the buffer of `pgno`, giving back the one it had.
     #[inline(always)]
     pub(super) fn insert(&mut self, pgno: u64, buf: PageBuf) -> Option<PageBuf> {
-        // The usual case: a small txn's page above every dirty one.
-        if !self.hashed_in_use
-            && self.sorted.len() < SORTED_MAX
-            && self.sorted.last().is_none_or(|&(last, _)| last < pgno)
+        if self.hashed_in_use {
+            return self.hashed.insert(pgno, buf);
+        }
+        // The usual case: a page above every dirty one.
+        if self.sorted.len() < SORTED_MAX && self.sorted.last().is_none_or(|&(last, _)| last < pgno)
         {
             self.sorted.push((pgno, buf));
             return None;
         }
-        self.insert_elsewhere(pgno, buf)
+        self.insert_in_order(pgno, buf)
     }
 
-    /// [`DirtyTable::insert`] of a page below a dirty one, or of a large txn's.
+    /// [`DirtyTable::insert`] into the sorted list of a page below a dirty one, or past
+    /// the list's limit (then into the hash table).
     #[inline(never)]
-    fn insert_elsewhere(&mut self, pgno: u64, buf: PageBuf) -> Option<PageBuf> {
-        if !self.hashed_in_use {
-            match self.find(pgno) {
-                Ok(i) => return Some(std::mem::replace(&mut self.sorted[i].1, buf)),
-                Err(i) if self.sorted.len() < SORTED_MAX => {
-                    self.sorted.insert(i, (pgno, buf));
-                    return None;
-                }
-                Err(_) => self.move_to_hashed(),
+    fn insert_in_order(&mut self, pgno: u64, buf: PageBuf) -> Option<PageBuf> {
+        debug_assert!(!self.hashed_in_use);
+        match self.find(pgno) {
+            Ok(i) => Some(std::mem::replace(&mut self.sorted[i].1, buf)),
+            Err(i) if self.sorted.len() < SORTED_MAX => {
+                self.sorted.insert(i, (pgno, buf));
+                None
+            }
+            Err(_) => {
+                self.move_to_hashed();
+                self.hashed.insert(pgno, buf)
             }
         }
-        self.hashed.insert(pgno, buf)
     }
 
     /// Moves the sorted list's entries to the hash table, which holds them from now on.
