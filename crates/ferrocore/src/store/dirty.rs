@@ -8,7 +8,6 @@ use crate::error::{Error, Result};
 use crate::format::meta::Meta;
 use crate::io::Map;
 
-use super::dirty_table::Entries;
 use super::*;
 
 /// Where a dirty page's bytes are.
@@ -84,14 +83,13 @@ pub struct TxnBuffers {
 /// open: the first txns of a growing file then do not grow them step by step, as LMDB
 /// allocates its dirty list and free-page list when it opens (`mdb_env_open`, 128K entries
 /// each). Room for 4,096 pages (16 MiB of 4 KiB pages) is some 400 KiB of address space,
-/// most of it never touched until a txn is that large. The dirty-page table's hash table
-/// (for txns of more than a few pages) starts with room for [`PRESIZED_DIRTY`]; its size
-/// then follows the large txns (`DirtyTable::drain_each` shrinks a table far larger than
-/// the last txn needed, as every commit walks all its buckets).
+/// most of it never touched until a txn is that large. The dirty-page table's index starts
+/// with room for [`PRESIZED_DIRTY`] pages; it grows with the txns (and shrinks after one
+/// far larger than the next: `DirtyTable::drain_each`).
 const PRESIZED_ENTRIES: usize = 4096;
 
-/// Pages the dirty-page table's hash table has room for from the environment's open (see
-/// [`PRESIZED_ENTRIES`]): 2,048 buckets, 66 KiB.
+/// Pages the dirty-page table's index has room for from the environment's open (see
+/// [`PRESIZED_ENTRIES`]): 2,048 slots, 32 KiB.
 const PRESIZED_DIRTY: usize = 1024;
 
 impl TxnBuffers {
@@ -268,25 +266,29 @@ impl<'e> DirtyPages<'e> {
     pub fn sorted_dirty(&mut self) -> WriteOrder<'_> {
         let mut order = recycle_order(std::mem::take(&mut self.bufs.write_order));
         let bufs = &mut *self.bufs;
-        let hashed = match bufs.dirty.entries() {
-            Entries::InOrder(entries) => {
-                // A small txn's pages, listed in order already.
-                let (map, ps) = (self.map, self.page_size);
-                order.extend(entries.iter().map(|(p, b)| (*p, b.bytes(map, ps, *p))));
-                return order;
+        let (entries, ascending) = bufs.dirty.entries();
+        let (map, ps) = (self.map, self.page_size);
+        if ascending || entries.len() < RADIX_FROM {
+            // A small txn's pages, usually listed in order already.
+            order.extend(
+                entries
+                    .iter()
+                    .map(|e| (e.pgno, e.buf.bytes(map, ps, e.pgno))),
+            );
+            if !ascending {
+                order.sort_unstable_by_key(|&(p, _)| p);
             }
-            Entries::Hashed(hashed) => hashed,
-        };
+            return order;
+        }
         // Many: their numbers sorted by radix, then listed in that order.
         bufs.sorted_pgnos.clear();
-        bufs.sorted_pgnos.extend(hashed.keys());
+        bufs.sorted_pgnos.extend(entries.iter().map(|e| e.pgno));
         sort_pgnos(&mut bufs.sorted_pgnos, &mut bufs.sort_scratch);
-        let (map, ps) = (self.map, self.page_size);
-        order.extend(
-            bufs.sorted_pgnos
-                .iter()
-                .map(|&p| (p, hashed[&p].bytes(map, ps, p))),
-        );
+        let dirty = &bufs.dirty;
+        order.extend(bufs.sorted_pgnos.iter().map(|&p| {
+            let buf = dirty.get(p).expect("a listed page is dirty");
+            (p, buf.bytes(map, ps, p))
+        }));
         order
     }
 
@@ -534,6 +536,7 @@ impl<'e> DirtyPages<'e> {
     }
 
     /// Makes the new pages at `pgno` (in `buf`) dirty pages of the txn.
+    #[inline(always)]
     fn hold(&mut self, pgno: u64, buf: PageBuf) {
         let hot = matches!(buf, PageBuf::Mapped(len) if len == self.page_size);
         let old = self.bufs.dirty.insert(pgno, buf);

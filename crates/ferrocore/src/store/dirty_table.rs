@@ -1,90 +1,130 @@
-//! The write txn's dirty pages by page number: a sorted list while the txn is small, as
-//! LMDB's dirty list, and a hash table once it is large.
+//! The write txn's dirty pages by page number: a list of entries in the order they came,
+//! indexed by a hash table of page numbers with linear probing.
 //!
-//! Most txns dirty a handful of pages (a one-put commit dirties four or five), and they
-//! allocate them in ascending order: from the free pool, which hands out its lowest page
-//! first, then past the end of the file. For them a sorted list costs less than a hash
-//! table at every step: an insert is a push at its end, a look-up a binary search of a
-//! few entries, the commit's write-out needs no sort, and the txn's end walks only the
-//! entries (a hash table walks every bucket). A large txn would pay for its inserts out
-//! of order with moves of the list's tail, so past [`SORTED_MAX`] entries the table moves
-//! them to its hash table for the rest of the txn.
+//! Built for what a write txn does with it. Every page access of the txn asks whether a
+//! page is dirty, so a look-up is one multiplication, usually one slot read and one
+//! compare (a general table of `u64` keys probes groups of tags first). Txns dirty pages
+//! mostly in ascending order (the free pool hands out its lowest page first, then pages
+//! past the end of the file follow), so the list of a small txn is in page order and the
+//! commit writes it out without a sort. And a txn's end walks its entries only, clearing
+//! the slot each entry records: it never walks the table's empty slots, which a table
+//! sized for one large txn would make every later small one pay.
 
-use super::{PageBuf, PgnoMap};
+use super::PageBuf;
 
-/// The most entries the sorted list holds: an insert out of order moves at most this many
-/// 32-byte entries (4 KiB), and a look-up takes at most 7 steps of its binary search.
-pub(super) const SORTED_MAX: usize = 16;
+/// A slot with no entry.
+const EMPTY: u64 = u64::MAX;
 
-/// Dirty pages by page number. Exactly one of its two stores is in use: the sorted list
-/// while `hashed_in_use` is false, the hash table while it is true; the other is empty,
-/// keeping its allocation for later txns.
-#[derive(Default)]
-pub(super) struct DirtyTable {
-    /// The entries, in ascending order of page number, while the txn is small.
-    sorted: Vec<(u64, PageBuf)>,
-    /// The entries once the txn held more than [`SORTED_MAX`] pages.
-    hashed: PgnoMap<PageBuf>,
-    /// Which of the two holds the entries.
-    hashed_in_use: bool,
+/// The fewest slots a table has (a power of two, at least twice its entries).
+const MIN_SLOTS: usize = 32;
+
+/// One slot of the index: a page number and its entry's index, or [`EMPTY`].
+#[derive(Clone, Copy)]
+struct Slot {
+    pgno: u64,
+    entry: u32,
 }
 
-/// A [`DirtyTable`]'s entries, as it holds them.
-pub(super) enum Entries<'t> {
-    /// A small txn's, in ascending order of page number.
-    InOrder(&'t [(u64, PageBuf)]),
-    /// A large txn's, in no order.
-    Hashed(&'t PgnoMap<PageBuf>),
+const EMPTY_SLOT: Slot = Slot {
+    pgno: EMPTY,
+    entry: 0,
+};
+
+/// A dirty page: its number, its buffer, and the slot of the index that names it.
+pub(super) struct DirtyEntry {
+    /// The page's number.
+    pub(super) pgno: u64,
+    /// Its bytes.
+    pub(super) buf: PageBuf,
+    /// The index of its slot in [`DirtyTable::slots`].
+    slot: u32,
+}
+
+/// Dirty pages by page number.
+///
+/// Invariants: `slots.len()` is a power of two, at least [`MIN_SLOTS`] and at least twice
+/// `entries.len()`; for every `i`, `slots[entries[i].slot]` is `(entries[i].pgno, i)`;
+/// every other slot is empty; and every entry's slot is reached from its page number's
+/// home slot ([`DirtyTable::home`]) through occupied slots only (linear probing). Page
+/// numbers are distinct and never [`EMPTY`].
+pub(super) struct DirtyTable {
+    /// The entries, in the order they were inserted (but for removals, see `remove`).
+    entries: Vec<DirtyEntry>,
+    /// The index: open addressing over page numbers, linear probing.
+    slots: Vec<Slot>,
+    /// `64 - log2(slots.len())`: the shift that takes a hash to a slot.
+    shift: u32,
+    /// True while `entries` is in ascending order of page number.
+    ascending: bool,
+}
+
+impl Default for DirtyTable {
+    fn default() -> Self {
+        DirtyTable::with_capacity(0)
+    }
 }
 
 impl DirtyTable {
-    /// An empty table whose hash table has room for `hashed` entries.
-    pub(super) fn with_capacity(hashed: usize) -> Self {
+    /// An empty table with room for `pages` entries before its index grows.
+    pub(super) fn with_capacity(pages: usize) -> Self {
+        let slots = (2 * pages).max(MIN_SLOTS).next_power_of_two();
         DirtyTable {
-            sorted: Vec::with_capacity(SORTED_MAX),
-            hashed: PgnoMap::with_capacity_and_hasher(hashed, Default::default()),
-            hashed_in_use: false,
+            entries: Vec::with_capacity(pages),
+            slots: vec![EMPTY_SLOT; slots],
+            shift: 64 - slots.trailing_zeros(),
+            ascending: true,
         }
     }
 
-    /// The index of `pgno` in the sorted list, or where it would go.
+    /// The slot where the probe for `pgno` starts (Fibonacci hashing: consecutive page
+    /// numbers land far apart).
+    #[inline(always)]
+    fn home(&self, pgno: u64) -> usize {
+        (pgno.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    }
+
+    /// The slot holding `pgno`, or the empty slot where it would go.
     #[inline(always)]
     fn find(&self, pgno: u64) -> Result<usize, usize> {
-        self.sorted.binary_search_by_key(&pgno, |&(p, _)| p)
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(pgno);
+        loop {
+            let slot = self.slots[i];
+            if slot.pgno == pgno {
+                return Ok(i);
+            }
+            if slot.pgno == EMPTY {
+                return Err(i);
+            }
+            i = (i + 1) & mask;
+        }
     }
 
     /// Number of entries (a run of pages counts once).
-    #[inline(always)]
+    #[inline]
     pub(super) fn len(&self) -> usize {
-        if self.hashed_in_use {
-            self.hashed.len()
-        } else {
-            self.sorted.len()
-        }
+        self.entries.len()
     }
 
     /// True if the table holds no page.
     pub(super) fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.entries.is_empty()
     }
 
     /// The buffer of `pgno`, if dirty.
     #[inline(always)]
     pub(super) fn get(&self, pgno: u64) -> Option<&PageBuf> {
-        if self.hashed_in_use {
-            return self.hashed.get(&pgno);
+        match self.find(pgno) {
+            Ok(i) => Some(&self.entries[self.slots[i].entry as usize].buf),
+            Err(_) => None,
         }
-        self.find(pgno).ok().map(|i| &self.sorted[i].1)
     }
 
     /// The buffer of `pgno`, if dirty, to change.
     #[inline(always)]
     pub(super) fn get_mut(&mut self, pgno: u64) -> Option<&mut PageBuf> {
-        if self.hashed_in_use {
-            return self.hashed.get_mut(&pgno);
-        }
         match self.find(pgno) {
-            Ok(i) => Some(&mut self.sorted[i].1),
+            Ok(i) => Some(&mut self.entries[self.slots[i].entry as usize].buf),
             Err(_) => None,
         }
     }
@@ -92,100 +132,157 @@ impl DirtyTable {
     /// True if `pgno` is dirty.
     #[inline(always)]
     pub(super) fn contains_key(&self, pgno: u64) -> bool {
-        self.get(pgno).is_some()
+        self.find(pgno).is_ok()
     }
 
     /// Makes `buf` the buffer of `pgno`, giving back the one it had.
     #[inline(always)]
     pub(super) fn insert(&mut self, pgno: u64, buf: PageBuf) -> Option<PageBuf> {
-        if self.hashed_in_use {
-            return self.hashed.insert(pgno, buf);
+        assert!(pgno != EMPTY, "page {pgno} cannot be dirty");
+        if 2 * (self.entries.len() + 1) > self.slots.len() {
+            self.grow();
         }
-        // The usual case: a page above every dirty one.
-        if self.sorted.len() < SORTED_MAX && self.sorted.last().is_none_or(|&(last, _)| last < pgno)
-        {
-            self.sorted.push((pgno, buf));
-            return None;
-        }
-        self.insert_in_order(pgno, buf)
-    }
-
-    /// [`DirtyTable::insert`] into the sorted list of a page below a dirty one, or past
-    /// the list's limit (then into the hash table).
-    #[inline(never)]
-    fn insert_in_order(&mut self, pgno: u64, buf: PageBuf) -> Option<PageBuf> {
-        debug_assert!(!self.hashed_in_use);
         match self.find(pgno) {
-            Ok(i) => Some(std::mem::replace(&mut self.sorted[i].1, buf)),
-            Err(i) if self.sorted.len() < SORTED_MAX => {
-                self.sorted.insert(i, (pgno, buf));
+            Ok(i) => {
+                let entry = &mut self.entries[self.slots[i].entry as usize];
+                Some(std::mem::replace(&mut entry.buf, buf))
+            }
+            Err(i) => {
+                let index = self.entries.len();
+                self.ascending &= self.entries.last().is_none_or(|e| e.pgno < pgno);
+                self.slots[i] = Slot {
+                    pgno,
+                    entry: u32::try_from(index).expect("fewer than 2^32 dirty pages"),
+                };
+                self.entries.push(DirtyEntry {
+                    pgno,
+                    buf,
+                    slot: i as u32,
+                });
                 None
             }
-            Err(_) => {
-                self.move_to_hashed();
-                self.hashed.insert(pgno, buf)
+        }
+    }
+
+    /// Doubles the index (or more, to twice the entries), placing every entry anew.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) {
+        let slots = (4 * self.entries.len()).max(MIN_SLOTS).next_power_of_two();
+        self.rebuild(slots);
+    }
+
+    /// Places every entry in a new index of `slots` slots.
+    fn rebuild(&mut self, slots: usize) {
+        debug_assert!(slots.is_power_of_two() && slots >= 2 * self.entries.len());
+        self.slots.clear();
+        self.slots.resize(slots, EMPTY_SLOT);
+        self.shift = 64 - slots.trailing_zeros();
+        for index in 0..self.entries.len() {
+            let pgno = self.entries[index].pgno;
+            let Err(i) = self.find(pgno) else {
+                unreachable!("page {pgno} is in the table twice");
+            };
+            self.slots[i] = Slot {
+                pgno,
+                entry: index as u32,
+            };
+            self.entries[index].slot = i as u32;
+        }
+    }
+
+    /// Takes `pgno`'s buffer out of the table. The last entry takes the removed one's
+    /// place in the list.
+    pub(super) fn remove(&mut self, pgno: u64) -> Option<PageBuf> {
+        let i = self.find(pgno).ok()?;
+        let index = self.slots[i].entry as usize;
+        self.vacate(i);
+        let removed = self.entries.swap_remove(index);
+        debug_assert_eq!(removed.pgno, pgno);
+        if let Some(moved) = self.entries.get(index) {
+            // The former last entry, now at `index`: its slot follows it.
+            self.slots[moved.slot as usize].entry = index as u32;
+            self.ascending = false;
+        }
+        Some(removed.buf)
+    }
+
+    /// Empties slot `i` and closes the gap in its probe run: each later slot of the run
+    /// whose home is not between the gap and itself moves into the gap (backward-shift
+    /// deletion), so that no probe meets an empty slot before its page.
+    fn vacate(&mut self, mut gap: usize) {
+        let mask = self.slots.len() - 1;
+        let mut j = gap;
+        loop {
+            j = (j + 1) & mask;
+            let slot = self.slots[j];
+            if slot.pgno == EMPTY {
+                break;
+            }
+            let home = self.home(slot.pgno);
+            // The slot may move back if the gap lies on its probe path (from its home to
+            // `j`, going round the end).
+            if (j.wrapping_sub(home) & mask) >= (j.wrapping_sub(gap) & mask) {
+                self.slots[gap] = slot;
+                self.entries[slot.entry as usize].slot = gap as u32;
+                gap = j;
             }
         }
+        self.slots[gap] = EMPTY_SLOT;
     }
 
-    /// Moves the sorted list's entries to the hash table, which holds them from now on.
-    #[cold]
-    fn move_to_hashed(&mut self) {
-        debug_assert!(!self.hashed_in_use && self.hashed.is_empty());
-        self.hashed.extend(self.sorted.drain(..));
-        self.hashed_in_use = true;
-    }
-
-    /// Takes `pgno`'s buffer out of the table.
+    /// The entries, and whether they are in ascending order of page number (a small txn's
+    /// usually are).
     #[inline]
-    pub(super) fn remove(&mut self, pgno: u64) -> Option<PageBuf> {
-        if self.hashed_in_use {
-            return self.hashed.remove(&pgno);
-        }
-        match self.find(pgno) {
-            Ok(i) => Some(self.sorted.remove(i).1),
-            Err(_) => None,
-        }
+    pub(super) fn entries(&self) -> (&[DirtyEntry], bool) {
+        (&self.entries, self.ascending)
     }
 
-    /// The entries: in order of page number for a small txn, else the hash table.
-    #[inline]
-    pub(super) fn entries(&self) -> Entries<'_> {
-        if self.hashed_in_use {
-            Entries::Hashed(&self.hashed)
-        } else {
-            Entries::InOrder(&self.sorted)
-        }
-    }
-
-    /// Empties the table, handing each entry to `each`, and goes back to the sorted list.
-    /// The hash table keeps its capacity for the next large txn, but not far beyond what
-    /// this one needed: walking it (to sort the write-out, and here) visits every bucket,
-    /// and a table kept from one huge txn would cost every later large one (a 1,024-bucket
-    /// table kept for txns of a few pages cost ~1,000 instructions a commit, before small
-    /// txns kept to the sorted list).
+    /// Empties the table, handing each entry's page number and buffer to `each`. The
+    /// index keeps its size for the next txn, but not far beyond what this one needed:
+    /// a table left at a bulk load's size would spread the next small txns' pages over
+    /// slots far apart in memory.
     #[inline(always)]
     pub(super) fn drain_each(&mut self, mut each: impl FnMut(u64, PageBuf)) {
-        if !self.hashed_in_use {
-            for (pgno, buf) in self.sorted.drain(..) {
-                each(pgno, buf);
-            }
-            return;
+        let held = self.entries.len();
+        for entry in self.entries.drain(..) {
+            self.slots[entry.slot as usize] = EMPTY_SLOT;
+            each(entry.pgno, entry.buf);
         }
-        let held = self.hashed.len();
-        for (pgno, buf) in self.hashed.drain() {
-            each(pgno, buf);
+        self.ascending = true;
+        debug_assert!(self.slots.iter().all(|s| s.pgno == EMPTY));
+        if self.slots.len() > 1 << 16 && self.slots.len() > 32 * held {
+            self.rebuild((4 * held).max(MIN_SLOTS).next_power_of_two());
         }
-        if self.hashed.capacity() > 64 && self.hashed.capacity() > 8 * held {
-            self.hashed.shrink_to(2 * held);
+    }
+
+    /// Checks the invariants (tests).
+    #[cfg(test)]
+    fn check(&self) {
+        assert!(self.slots.len().is_power_of_two() && self.slots.len() >= MIN_SLOTS);
+        assert!(self.slots.len() >= 2 * self.entries.len());
+        assert_eq!(self.shift, 64 - self.slots.len().trailing_zeros());
+        let occupied = self.slots.iter().filter(|s| s.pgno != EMPTY).count();
+        assert_eq!(occupied, self.entries.len());
+        for (index, e) in self.entries.iter().enumerate() {
+            let slot = self.slots[e.slot as usize];
+            assert_eq!((slot.pgno, slot.entry as usize), (e.pgno, index));
+            assert_eq!(
+                self.find(e.pgno),
+                Ok(e.slot as usize),
+                "page {} unreachable",
+                e.pgno
+            );
         }
-        self.hashed_in_use = false;
+        if self.ascending {
+            assert!(self.entries.windows(2).all(|w| w[0].pgno < w[1].pgno));
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{DirtyTable, Entries, PageBuf, SORTED_MAX};
+    use super::{DirtyTable, PageBuf, MIN_SLOTS};
     use std::collections::BTreeMap;
 
     fn numbers(mut seed: u64) -> impl FnMut() -> u64 {
@@ -198,16 +295,18 @@ mod tests {
     }
 
     /// The table against a `BTreeMap` over random inserts, replacements, removals and
-    /// drains, in and out of order, below and past the sorted list's limit.
+    /// drains: ascending page numbers (a txn's usual order), random ones from a narrow range
+    /// (many collisions and removals), and tables that grow past their first size and
+    /// shrink back after a huge round.
     #[test]
     fn the_table_matches_a_map() {
         let mut next = numbers(3);
         let mut table = DirtyTable::with_capacity(4);
-        for round in 0..60 {
+        for round in 0..80 {
             let mut model = BTreeMap::new();
-            let size = [3, 40, SORTED_MAX - 1, SORTED_MAX, SORTED_MAX + 1, 600][round % 6];
+            let size = [3, 16, 40, 200, 1000, 40_000][round % 6];
             let ascending = round % 4 == 0;
-            let mut base = 0;
+            let mut base = 2;
             for step in 0..3 * size {
                 let pgno = if ascending {
                     base += 1 + next() % 3;
@@ -237,26 +336,49 @@ mod tests {
                 assert_eq!(table.len(), model.len());
                 assert_eq!(table.contains_key(pgno), model.contains_key(&pgno));
                 assert_eq!(table.get(pgno).map(|b| b.len()), model.get(&pgno).copied());
-            }
-            let mut listed: Vec<(u64, usize)> = match table.entries() {
-                Entries::InOrder(entries) => entries.iter().map(|(p, b)| (*p, b.len())).collect(),
-                Entries::Hashed(map) => {
-                    assert!(
-                        model.len() > SORTED_MAX / 2,
-                        "round {round}: hashed while small"
-                    );
-                    let mut all: Vec<_> = map.iter().map(|(p, b)| (*p, b.len())).collect();
-                    all.sort_unstable();
-                    all
+                if size <= 200 || step % 997 == 0 {
+                    table.check();
                 }
-            };
+            }
+            table.check();
+            let (entries, ascending_now) = table.entries();
+            let mut listed: Vec<(u64, usize)> =
+                entries.iter().map(|e| (e.pgno, e.buf.len())).collect();
+            if ascending_now {
+                assert!(listed.windows(2).all(|w| w[0].0 < w[1].0), "round {round}");
+            }
+            listed.sort_unstable();
             let want: Vec<(u64, usize)> = model.iter().map(|(&p, &l)| (p, l)).collect();
             assert_eq!(listed, want, "round {round}: the entries");
-            listed.clear();
             let mut drained = BTreeMap::new();
             table.drain_each(|p, b| assert!(drained.insert(p, b.len()).is_none()));
             assert_eq!(drained, model, "round {round}: drained");
-            assert!(table.is_empty() && matches!(table.entries(), Entries::InOrder(_)));
+            assert!(table.is_empty());
+            table.check();
+            assert!(
+                table.slots.len() <= (1usize << 16).max(4 * 3 * size).next_power_of_two(),
+                "round {round}: the index shrinks after a huge round"
+            );
         }
+        assert!(table.slots.len() >= MIN_SLOTS);
+    }
+
+    /// A txn that dirties pages in ascending order keeps them in order for the write-out.
+    #[test]
+    fn ascending_inserts_stay_in_order() {
+        let mut table = DirtyTable::with_capacity(8);
+        for pgno in (100..400).step_by(3) {
+            assert!(table.insert(pgno, PageBuf::Mapped(1)).is_none());
+        }
+        let (entries, ascending) = table.entries();
+        assert!(ascending && entries.len() == 100);
+        assert!(table.insert(50, PageBuf::Mapped(1)).is_none());
+        assert!(
+            !table.entries().1,
+            "a page below the last one breaks the order"
+        );
+        table.check();
+        table.drain_each(|_, _| {});
+        assert!(table.entries().1, "an empty table is in order");
     }
 }
