@@ -335,7 +335,7 @@ mod tests {
                 }
                 assert_eq!(table.len(), model.len());
                 assert_eq!(table.contains_key(pgno), model.contains_key(&pgno));
-                assert_eq!(table.get(pgno).map(|b| b.len()), model.get(&pgno).copied());
+                assert_eq!(table.get(pgno).map(PageBuf::len), model.get(&pgno).copied());
                 if size <= 200 || step % 997 == 0 {
                     table.check();
                 }

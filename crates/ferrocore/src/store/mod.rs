@@ -9,7 +9,7 @@
 //! itself, at their own page numbers: pages no reader and no durable meta can reach.
 //!
 //! Files: `snapshot` (a read txn's pages), `dirty` (the write txn's pages, allocation and
-//! spare buffers), `mapped` (`WRITE_MAP`: the file grown before a page is written through
+//! spare buffers), `dirty_table` (the write txn's dirty pages by number), `mapped` (`WRITE_MAP`: the file grown before a page is written through
 //! the map), `reclaim` (the refill hook through which the free list hands back pages),
 //! `nested` (what a nested txn's abort undoes), `early` (pages a bulk load writes before
 //! commit), `tail` (free pages at the end of the file given back), `checked` (pages known
