@@ -514,9 +514,11 @@ impl SaveScratch {
 
     /// Lets go of buffers a huge commit grew (more than a few pages of records).
     fn trim(&mut self) {
-        for r in self.written.iter_mut().chain(self.planned.iter_mut()) {
-            if r.pages.capacity() > Self::KEEP {
-                r.pages = Vec::new();
+        for records in [&mut self.written, &mut self.planned] {
+            for r in records.iter_mut() {
+                if r.pages.capacity() > Self::KEEP {
+                    r.pages = Vec::new();
+                }
             }
         }
         if self.value.capacity() > 8 * Self::KEEP {
