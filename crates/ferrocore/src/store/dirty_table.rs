@@ -42,8 +42,8 @@ pub(super) struct DirtyEntry {
 
 /// Dirty pages by page number.
 ///
-/// Invariants: `slots.len()` is a power of two, at least [`MIN_SLOTS`] and at least twice
-/// `entries.len()`; for every `i`, `slots[entries[i].slot]` is `(entries[i].pgno, i)`;
+/// Invariants: `slots.len()` is a power of two, at least [`MIN_SLOTS`], at least twice
+/// `entries.len()` and at most 2^32 (slot and entry numbers fit a `u32`); for every `i`, `slots[entries[i].slot]` is `(entries[i].pgno, i)`;
 /// every other slot is empty; and every entry's slot is reached from its page number's
 /// home slot ([`DirtyTable::home`]) through occupied slots only (linear probing). Page
 /// numbers are distinct and never [`EMPTY`].
@@ -175,6 +175,9 @@ impl DirtyTable {
     /// Places every entry in a new index of `slots` slots.
     fn rebuild(&mut self, slots: usize) {
         debug_assert!(slots.is_power_of_two() && slots >= 2 * self.entries.len());
+        // Slot numbers fit the `u32` an entry keeps (a table that large would hold a
+        // billion dirty pages).
+        assert!(slots <= 1 << 32, "a dirty-page index of {slots} slots");
         self.slots.clear();
         self.slots.resize(slots, EMPTY_SLOT);
         self.shift = 64 - slots.trailing_zeros();
@@ -250,9 +253,12 @@ impl DirtyTable {
             each(entry.pgno, entry.buf);
         }
         self.ascending = true;
-        debug_assert!(self.slots.iter().all(|s| s.pgno == EMPTY));
         if self.slots.len() > 1 << 16 && self.slots.len() > 32 * held {
-            self.rebuild((4 * held).max(MIN_SLOTS).next_power_of_two());
+            // A new, smaller index (the old one's memory goes back), and a list to match.
+            let slots = (4 * held).max(MIN_SLOTS).next_power_of_two();
+            self.slots = vec![EMPTY_SLOT; slots];
+            self.shift = 64 - slots.trailing_zeros();
+            self.entries.shrink_to(slots / 2);
         }
     }
 
