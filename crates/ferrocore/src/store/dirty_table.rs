@@ -43,10 +43,11 @@ pub(super) struct DirtyEntry {
 /// Dirty pages by page number.
 ///
 /// Invariants: `slots.len()` is a power of two, at least [`MIN_SLOTS`], at least twice
-/// `entries.len()` and at most 2^32 (slot and entry numbers fit a `u32`); for every `i`, `slots[entries[i].slot]` is `(entries[i].pgno, i)`;
-/// every other slot is empty; and every entry's slot is reached from its page number's
-/// home slot ([`DirtyTable::home`]) through occupied slots only (linear probing). Page
-/// numbers are distinct and never [`EMPTY`].
+/// `entries.len()` and at most 2^32 (slot and entry numbers fit a `u32`); for every `i`,
+/// `slots[entries[i].slot]` is `(entries[i].pgno, i)`; every other slot is empty; and
+/// every entry's slot is reached from its page number's home slot ([`DirtyTable::home`])
+/// through occupied slots only (linear probing). Page numbers are distinct and never
+/// [`EMPTY`].
 pub(super) struct DirtyTable {
     /// The entries, in the order they were inserted (but for removals, see `remove`).
     entries: Vec<DirtyEntry>,
