@@ -285,10 +285,11 @@ impl<'e> DirtyPages<'e> {
         bufs.sorted_pgnos.extend(entries.iter().map(|e| e.pgno));
         sort_pgnos(&mut bufs.sorted_pgnos, &mut bufs.sort_scratch);
         let dirty = &bufs.dirty;
-        order.extend(bufs.sorted_pgnos.iter().map(|&p| {
-            let buf = dirty.get(p).expect("a listed page is dirty");
-            (p, buf.bytes(map, ps, p))
-        }));
+        order.extend(
+            bufs.sorted_pgnos
+                .iter()
+                .map(|&p| (p, dirty.buf(p).bytes(map, ps, p))),
+        );
         order
     }
 
@@ -308,12 +309,6 @@ impl<'e> DirtyPages<'e> {
     /// True if the txn's pages are written in place in the map (`WRITE_MAP`).
     pub fn writes_through_map(&self) -> bool {
         self.mapped.is_some()
-    }
-
-    /// The bytes of dirty page `pgno`, whose buffer is `buf`.
-    #[inline]
-    pub(super) fn dirty_bytes<'s>(&'s self, pgno: u64, buf: &'s PageBuf) -> &'s [u8] {
-        buf.bytes(self.map, self.page_size, pgno)
     }
 
     /// After the commit of `meta` (written and, as its mode asks, flushed): the pages this
@@ -346,22 +341,19 @@ impl<'e> DirtyPages<'e> {
         let committed = std::mem::take(&mut self.committed);
         let (checked, spare, spare_runs) =
             (&mut bufs.checked, &mut bufs.spare, &mut bufs.spare_runs);
-        bufs.dirty.drain_each(
-            #[inline(always)]
-            |pgno, b| {
-                if committed && b.len() == ps {
-                    checked.insert(pgno);
+        bufs.dirty.drain_each(|pgno, b| {
+            if committed && b.len() == ps {
+                checked.insert(pgno);
+            }
+            let PageBuf::Heap(b) = b else { return };
+            if b.len() == ps {
+                if spare.len() < keep {
+                    spare.push(b);
                 }
-                let PageBuf::Heap(b) = b else { return };
-                if b.len() == ps {
-                    if spare.len() < keep {
-                        spare.push(b);
-                    }
-                } else if b.len() <= 16 * ps && spare_runs.len() < KEEP_RUNS {
-                    spare_runs.push(b);
-                }
-            },
-        );
+            } else if b.len() <= 16 * ps && spare_runs.len() < KEEP_RUNS {
+                spare_runs.push(b);
+            }
+        });
         bufs.free.clear();
         for list in [&mut bufs.sorted_pgnos, &mut bufs.sort_scratch] {
             empty_keeping(list, 1 << 16);
@@ -590,7 +582,7 @@ impl PageSource for DirtyPages<'_> {
                     "overflow run longer than its allocation",
                 ));
             }
-            return Ok(&self.dirty_bytes(pgno, b)[..count * self.page_size]);
+            return Ok(&b.bytes(self.map, self.page_size, pgno)[..count * self.page_size]);
         }
         map_pages(self.map, self.page_size, self.readable_end(), pgno, count)
     }

@@ -68,13 +68,20 @@ impl Default for DirtyTable {
 impl DirtyTable {
     /// An empty table with room for `pages` entries before its index grows.
     pub(super) fn with_capacity(pages: usize) -> Self {
-        let slots = (2 * pages).max(MIN_SLOTS).next_power_of_two();
-        DirtyTable {
+        let mut table = DirtyTable {
             entries: Vec::with_capacity(pages),
-            slots: vec![EMPTY_SLOT; slots],
-            shift: 64 - slots.trailing_zeros(),
+            slots: Vec::new(),
+            shift: 0,
             ascending: true,
-        }
+        };
+        table.rebuild(Self::index_size(pages / 2));
+        table
+    }
+
+    /// The index's size for `pages` entries: four slots each (the index then stays at
+    /// most half full until they have doubled), and at least [`MIN_SLOTS`].
+    fn index_size(pages: usize) -> usize {
+        (4 * pages).max(MIN_SLOTS).next_power_of_two()
     }
 
     /// The slot where the probe for `pgno` starts (Fibonacci hashing: consecutive page
@@ -130,6 +137,13 @@ impl DirtyTable {
         }
     }
 
+    /// The buffer of `pgno`, which must be dirty.
+    #[inline]
+    pub(super) fn buf(&self, pgno: u64) -> &PageBuf {
+        self.get(pgno)
+            .unwrap_or_else(|| panic!("page {pgno} is not dirty"))
+    }
+
     /// True if `pgno` is dirty.
     #[inline(always)]
     pub(super) fn contains_key(&self, pgno: u64) -> bool {
@@ -165,22 +179,21 @@ impl DirtyTable {
         }
     }
 
-    /// Doubles the index (or more, to twice the entries), placing every entry anew.
+    /// Gives the index four slots per entry, placing every entry anew.
     #[cold]
     #[inline(never)]
     fn grow(&mut self) {
-        let slots = (4 * self.entries.len()).max(MIN_SLOTS).next_power_of_two();
-        self.rebuild(slots);
+        self.rebuild(Self::index_size(self.entries.len()));
     }
 
-    /// Places every entry in a new index of `slots` slots.
+    /// Places every entry in a new index of `slots` slots (a new allocation: a smaller
+    /// index gives the old one's memory back).
     fn rebuild(&mut self, slots: usize) {
         debug_assert!(slots.is_power_of_two() && slots >= 2 * self.entries.len());
         // Slot numbers fit the `u32` an entry keeps (a table that large would hold a
         // billion dirty pages).
         assert!(slots <= 1 << 32, "a dirty-page index of {slots} slots");
-        self.slots.clear();
-        self.slots.resize(slots, EMPTY_SLOT);
+        self.slots = vec![EMPTY_SLOT; slots];
         self.shift = 64 - slots.trailing_zeros();
         for index in 0..self.entries.len() {
             let pgno = self.entries[index].pgno;
@@ -255,11 +268,9 @@ impl DirtyTable {
         }
         self.ascending = true;
         if self.slots.len() > 1 << 16 && self.slots.len() > 32 * held {
-            // A new, smaller index (the old one's memory goes back), and a list to match.
-            let slots = (4 * held).max(MIN_SLOTS).next_power_of_two();
-            self.slots = vec![EMPTY_SLOT; slots];
-            self.shift = 64 - slots.trailing_zeros();
-            self.entries.shrink_to(slots / 2);
+            // A smaller index, and a list to match.
+            self.rebuild(Self::index_size(held));
+            self.entries.shrink_to(self.slots.len() / 2);
         }
     }
 

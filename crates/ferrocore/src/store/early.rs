@@ -135,12 +135,10 @@ impl<'e> DirtyPages<'e> {
             }
             let run = &queue[i..j];
             let dirty = &self.bufs.dirty;
-            let mut bufs =
-                run.iter()
-                    .map(|p| match dirty.get(*p).expect("a queued page is dirty") {
-                        PageBuf::Heap(b) => &b[..],
-                        PageBuf::Mapped(_) => unreachable!("no early writes under WRITE_MAP"),
-                    });
+            let mut bufs = run.iter().map(|&p| match dirty.buf(p) {
+                PageBuf::Heap(b) => &b[..],
+                PageBuf::Mapped(_) => unreachable!("no early writes under WRITE_MAP"),
+            });
             file.write_vectored_at(queue[i] * ps as u64, &mut bufs)
                 .map_err(Error::Io)?;
             for &p in run {
@@ -163,13 +161,7 @@ impl<'e> DirtyPages<'e> {
 
     /// Pages in dirty page or run `pgno`.
     fn pages_of(&self, pgno: u64) -> u64 {
-        (self
-            .bufs
-            .dirty
-            .get(pgno)
-            .expect("a queued page is dirty")
-            .len()
-            / self.page_size) as u64
+        (self.bufs.dirty.buf(pgno).len() / self.page_size) as u64
     }
 
     /// Forgets `pgno` in the queue (it is being freed while queued).
