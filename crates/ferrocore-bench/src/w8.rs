@@ -1,7 +1,8 @@
 //! W8 instructions per operation (DESIGN.md, seed 003): each engine runs, at small N under
 //! `valgrind --tool=callgrind`, W3's random puts (txns of 1,000, no sync), the same puts
 //! again giving every key a new value (the steady state: the DB does not grow), W4's random
-//! gets (one read txn), W5's scan (one read txn, every entry), W2's sorted APPEND puts
+//! gets (one read txn; then each in a read txn of its own, as a server answers requests:
+//! begun and aborted, or one handle reset and renewed), W5's scan (one read txn, every entry), W2's sorted APPEND puts
 //! (txns of 1,000), W7's indexed entries (a record plus 10 DUPSORT index values each,
 //! txns of 1,000), W6's one-put commits without the sync (on N entries, and again after N
 //! unmeasured ones: the steady state) and W9's removals
@@ -62,16 +63,23 @@ pub enum Op {
     /// once the free pages the load left are worked through (the first commits after a
     /// load cost LMDB more than later ones, and the plain cell averages them in).
     CommitSteady,
+    /// W4's random get, each in its own read txn (begin, get, abort), as a server answers
+    /// a request.
+    GetTxn,
+    /// The same with one txn handle reset after each get and renewed before the next.
+    GetRenew,
     /// W9's removals: a random delete, half of a DB of 2 N entries in one txn (commit
     /// included).
     Delete,
 }
 
 impl Op {
-    const ALL: [Op; 9] = [
+    const ALL: [Op; 11] = [
         Op::Put,
         Op::Update,
         Op::Get,
+        Op::GetTxn,
+        Op::GetRenew,
         Op::Next,
         Op::Append,
         Op::Index,
@@ -85,6 +93,8 @@ impl Op {
             Op::Put => "put",
             Op::Update => "update",
             Op::Get => "get",
+            Op::GetTxn => "get, own read txn",
+            Op::GetRenew => "get, renewed read txn",
             Op::Next => "next",
             Op::Append => "append put",
             Op::Index => "W7 entry",
@@ -147,6 +157,13 @@ pub fn cell(args: &W8CellArgs) {
             load(&mut e);
             let mut found = 0;
             ferrobench_measure(&mut || found = e.get_all(k));
+            assert_eq!(found, args.n * 100);
+        }
+        Op::GetTxn | Op::GetRenew => {
+            load(&mut e);
+            let mut found = 0;
+            let renew = args.op == Op::GetRenew;
+            ferrobench_measure(&mut || found = e.get_each_in_own_txn(k, renew));
             assert_eq!(found, args.n * 100);
         }
         Op::Next => {
@@ -361,6 +378,7 @@ pub fn run(args: &W8Args) {
         println!(
             "\nW8 instructions per operation under callgrind, N = {} (16-byte random keys, 100-byte values;\n\
              put, append put, W7 entry: txns of 1000, no sync, commit included; get, next: one read txn;\n\
+             get, own read txn: begin, get, abort; renewed: one txn reset and renewed around each get;\n\
              1-put commit: a txn of one put on N entries, no sync; steady: the same after N unmeasured ones;\n\
              delete: N of 2 N entries in one txn);\n\
              (x) = engine / LMDB\n",

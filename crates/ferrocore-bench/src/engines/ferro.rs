@@ -99,6 +99,30 @@ impl Engine for Ferro {
         found
     }
 
+    fn get_each_in_own_txn(&self, keys: Keys<'_>, renew: bool) -> u64 {
+        let value_len = |txn: &ferrocore::ReadTxn<'_>, k: &[u8]| {
+            txn.get(Database::MAIN, k)
+                .unwrap()
+                .map_or(0, |v| v.len() as u64)
+        };
+        let mut found = 0u64;
+        if renew {
+            let mut inactive = self.env.begin_read().unwrap().reset();
+            for k in keys.iter() {
+                let txn = inactive.renew().unwrap();
+                found += value_len(&txn, k);
+                inactive = txn.reset();
+            }
+        } else {
+            for k in keys.iter() {
+                let txn = self.env.begin_read().unwrap();
+                found += value_len(&txn, k);
+                txn.abort();
+            }
+        }
+        found
+    }
+
     fn get_parallel(&self, parts: &[Keys<'_>]) -> u64 {
         std::thread::scope(|s| {
             let handles: Vec<_> = parts

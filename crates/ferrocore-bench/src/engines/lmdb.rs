@@ -65,6 +65,8 @@ pub struct Api {
     txn_begin: unsafe extern "C" fn(Env, Txn, c_uint, *mut Txn) -> c_int,
     txn_commit: unsafe extern "C" fn(Txn) -> c_int,
     txn_abort: unsafe extern "C" fn(Txn),
+    txn_reset: unsafe extern "C" fn(Txn),
+    txn_renew: unsafe extern "C" fn(Txn) -> c_int,
     dbi_open: unsafe extern "C" fn(Txn, *const c_char, c_uint, *mut ffi::MDB_dbi) -> c_int,
     get: unsafe extern "C" fn(Txn, ffi::MDB_dbi, *mut Val, *mut Val) -> c_int,
     put: unsafe extern "C" fn(Txn, ffi::MDB_dbi, *mut Val, *mut Val, c_uint) -> c_int,
@@ -89,6 +91,8 @@ impl Api {
             txn_begin: ffi::mdb_txn_begin,
             txn_commit: ffi::mdb_txn_commit,
             txn_abort: ffi::mdb_txn_abort,
+            txn_reset: ffi::mdb_txn_reset,
+            txn_renew: ffi::mdb_txn_renew,
             dbi_open: ffi::mdb_dbi_open,
             get: ffi::mdb_get,
             put: ffi::mdb_put,
@@ -120,6 +124,8 @@ impl Api {
             txn_begin: sym!("mdb_txn_begin"),
             txn_commit: sym!("mdb_txn_commit"),
             txn_abort: sym!("mdb_txn_abort"),
+            txn_reset: sym!("mdb_txn_reset"),
+            txn_renew: sym!("mdb_txn_renew"),
             dbi_open: sym!("mdb_dbi_open"),
             get: sym!("mdb_get"),
             put: sym!("mdb_put"),
@@ -319,6 +325,38 @@ impl Engine for Lmdb {
                 }
             }
             (self.api.txn_abort)(txn);
+        }
+        found
+    }
+
+    fn get_each_in_own_txn(&self, keys: Keys<'_>, renew: bool) -> u64 {
+        let mut found = 0u64;
+        // SAFETY: as in get_all; each value is read before its txn is reset or ended.
+        unsafe {
+            let get = |txn: Txn, k: &[u8]| {
+                let mut kv = val(k);
+                let mut vv = empty();
+                match (self.api.get)(txn, self.dbi, &mut kv, &mut vv) {
+                    0 => vv.mv_size as u64,
+                    _ => 0,
+                }
+            };
+            if renew {
+                let txn = self.begin(ffi::MDB_RDONLY);
+                (self.api.txn_reset)(txn);
+                for k in keys.iter() {
+                    check((self.api.txn_renew)(txn), "txn_renew");
+                    found += get(txn, k);
+                    (self.api.txn_reset)(txn);
+                }
+                (self.api.txn_abort)(txn);
+            } else {
+                for k in keys.iter() {
+                    let txn = self.begin(ffi::MDB_RDONLY);
+                    found += get(txn, k);
+                    (self.api.txn_abort)(txn);
+                }
+            }
         }
         found
     }

@@ -117,6 +117,14 @@ pub trait Engine {
     fn delete_batch(&mut self, keys: Keys<'_>);
     /// One read transaction looking up every key; returns the total value bytes found.
     fn get_all(&self, keys: Keys<'_>) -> u64;
+    /// One read transaction per key, as a server answers a request: begin, get, end. With
+    /// `renew`, one transaction handle is reset after each get and renewed before the next
+    /// (LMDB's `mdb_txn_reset` and `mdb_txn_renew`, which reuse the handle and its reader
+    /// slot). Total value bytes found. Engines without a reset: a txn per key either way.
+    fn get_each_in_own_txn(&self, keys: Keys<'_>, renew: bool) -> u64 {
+        let _ = renew;
+        keys.chunks(1).map(|one| self.get_all(one)).sum()
+    }
     /// One thread per part, each with its own read transaction; total value bytes found.
     fn get_parallel(&self, parts: &[Keys<'_>]) -> u64;
     /// Prepares what `get_parallel` with `threads` threads needs, outside the timing
