@@ -28,9 +28,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use ferrocore::{
-    Database, DetachedCursor, Env, InactiveReadTxn, NestedLevel, ReadTxn, TxnRef, WriteTxn,
-};
+use ferrocore::{Database, DetachedCursor, Env, NestedLevel, ReadTxn, TxnRef, WriteTxn};
 
 use crate::errors::{Rc, ToRc};
 use crate::types::codes::*;
@@ -290,10 +288,10 @@ type WriteBox = Box<Option<WriteTxn<'static>>>;
 
 /// What a txn handle holds.
 enum TxnState {
-    /// A read txn with its snapshot.
-    Read(ReadTxn<'static>),
-    /// A read txn after `mdb_txn_reset`, waiting for `mdb_txn_renew`.
-    Reset(InactiveReadTxn<'static>),
+    /// A read txn: with its snapshot (`active`), or after `mdb_txn_reset`, waiting for
+    /// `mdb_txn_renew`. Reset and renewed where it lies (`ReadTxn::reset_in_place`): no
+    /// state change moves its some 400 bytes.
+    Read { txn: ReadTxn<'static>, active: bool },
     /// The write txn in its box (see [`WriteBox`]): both always `Some` in this state (the
     /// box is an `Option` so that ending the txn takes it out without moving the state).
     Write(Option<WriteBox>),
@@ -368,31 +366,31 @@ impl MDB_txn {
     /// True for read-only txns.
     #[inline]
     pub(crate) fn is_read_only(&self) -> bool {
-        matches!(self.state, TxnState::Read(_) | TxnState::Reset(_))
+        matches!(self.state, TxnState::Read { .. })
     }
 
     /// Releases a read txn's snapshot, keeping the handle for [`MDB_txn::renew`]; nothing
     /// for other txns.
     pub(crate) fn reset(&mut self) {
-        if let TxnState::Read(_) = self.state {
-            let TxnState::Read(r) = std::mem::replace(&mut self.state, TxnState::Ended) else {
-                unreachable!("matched above");
-            };
-            self.state = TxnState::Reset(r.reset());
+        if let TxnState::Read { txn, active } = &mut self.state {
+            if *active {
+                txn.reset_in_place();
+                *active = false;
+            }
         }
     }
 
     /// Takes a new snapshot for a reset read txn; `EINVAL` for any other txn.
     pub(crate) fn renew(&mut self) -> Rc {
-        let TxnState::Reset(_) = self.state else {
+        let TxnState::Read { txn, active } = &mut self.state else {
             return Err(libc::EINVAL);
         };
-        let TxnState::Reset(inactive) = std::mem::replace(&mut self.state, TxnState::Ended) else {
-            unreachable!("matched above");
-        };
-        let r = inactive.renew().rc()?;
-        self.id = r.id() as usize;
-        self.state = TxnState::Read(r);
+        if *active {
+            return Err(libc::EINVAL);
+        }
+        txn.renew_in_place().rc()?;
+        *active = true;
+        self.id = txn.id() as usize;
         Ok(())
     }
 }
@@ -411,7 +409,7 @@ pub(crate) unsafe fn access<'a>(txn: *mut MDB_txn) -> Rc<Access<'a>> {
         return Err(MDB_BAD_TXN);
     }
     match &mut t.state {
-        TxnState::Read(r) => Ok(Access::Read(r)),
+        TxnState::Read { txn, active: true } => Ok(Access::Read(txn)),
         TxnState::Write(Some(w)) => (**w).as_mut().map(Access::Write).ok_or(MDB_BAD_TXN),
         TxnState::Nested(_) => {
             let mut root = t.parent;
@@ -428,7 +426,9 @@ pub(crate) unsafe fn access<'a>(txn: *mut MDB_txn) -> Rc<Access<'a>> {
                 }
             }
         }
-        TxnState::Reset(_) | TxnState::Write(None) | TxnState::Ended => Err(MDB_BAD_TXN),
+        TxnState::Read { active: false, .. } | TxnState::Write(None) | TxnState::Ended => {
+            Err(MDB_BAD_TXN)
+        }
     }
 }
 
@@ -442,7 +442,7 @@ pub(crate) unsafe fn active_read_txn<'a>(txn: *mut MDB_txn) -> Option<&'a ReadTx
     // SAFETY: the caller's contract, which is `access`'s.
     let t = unsafe { txn.as_ref() }?;
     match &t.state {
-        TxnState::Read(r) if t.child.is_null() => Some(r),
+        TxnState::Read { txn, active: true } if t.child.is_null() => Some(txn),
         _ => None,
     }
 }
@@ -537,7 +537,12 @@ pub(crate) unsafe fn begin_txn(env: *mut MDB_env, read_only: bool) -> Rc<*mut MD
         // SAFETY: the caller's contract: `env` is live.
         let t = unsafe { top_level_handle(env, r.id() as usize) };
         // SAFETY: `t` was just set up for this call, which owns it.
-        unsafe { (*t).state = TxnState::Read(r) };
+        unsafe {
+            (*t).state = TxnState::Read {
+                txn: r,
+                active: true,
+            }
+        };
         return Ok(t);
     }
     // SAFETY: the caller's contract: `env` is live (only a shared reference is made).
@@ -648,6 +653,16 @@ pub(crate) unsafe fn end_txn(txn: *mut MDB_txn, commit: bool) -> Rc {
             t.state = TxnState::Ended;
             TxnState::Write(place)
         }
+        // A read txn ends where it lies (moved out, its bytes were copied): as LMDB, its
+        // commit makes the DB handles it opened public and its abort closes them. One
+        // reset has ended already, its handles published then.
+        TxnState::Read { txn, active } => {
+            if *active && !commit {
+                txn.set_abort_on_drop();
+            }
+            t.state = TxnState::Ended;
+            TxnState::Ended
+        }
         _ => std::mem::replace(&mut t.state, TxnState::Ended),
     };
     let inherited: Vec<*mut MDB_cursor> = match t.inherited {
@@ -659,16 +674,8 @@ pub(crate) unsafe fn end_txn(txn: *mut MDB_txn, commit: bool) -> Rc {
         unsafe { free_cursor(c) };
     }
     match state {
-        // As LMDB: a read txn's commit makes the DB handles it opened public; an abort
-        // closes them.
-        TxnState::Read(r) => {
-            if commit {
-                r.commit();
-            } else {
-                r.abort();
-            }
-        }
-        TxnState::Reset(_) | TxnState::Ended => {}
+        // Ended above.
+        TxnState::Read { .. } | TxnState::Ended => {}
         TxnState::Write(None) => {}
         TxnState::Write(Some(mut place)) => {
             if commit {

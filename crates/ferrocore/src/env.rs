@@ -572,6 +572,7 @@ impl Env {
     }
 
     /// Begins a read-only transaction on the latest committed snapshot.
+    #[inline]
     pub fn begin_read(&self) -> Result<ReadTxn<'_>> {
         ReadTxn::begin(&self.inner)
     }

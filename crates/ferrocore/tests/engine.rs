@@ -394,6 +394,68 @@ fn readers_keep_their_snapshot_and_pin_its_pages() {
     assert_eq!(renewed.id(), 101);
 }
 
+/// `reset_in_place` and `renew_in_place` (a C handle's `mdb_txn_reset` and `mdb_txn_renew`,
+/// which keep the txn where it lies): the reset releases the snapshot (its pages are no
+/// longer pinned: commits reuse them) and the txn reads an empty snapshot until renewed;
+/// the renewal sees the latest commit, a named DB's new record included (no record of the
+/// old snapshot is kept), and the txn keeps its reader slot throughout.
+#[test]
+fn a_read_txn_resets_and_renews_in_place() {
+    let mut opts = env_options();
+    opts.max_dbs(2);
+    let env = TempEnv::new(&opts);
+    let mut txn = env.begin_write().unwrap();
+    let named = txn
+        .open_db(Some("named"), ferrocore::db_flags::CREATE)
+        .unwrap();
+    for i in 0..2000 {
+        txn.put(MAIN, &key(i), b"old", 0).unwrap();
+        txn.put(named, &key(i), b"old", 0).unwrap();
+    }
+    txn.commit().unwrap();
+    let mut reader = env.begin_read().unwrap();
+    assert_eq!(reader.get(named, &key(7)).unwrap(), Some(&b"old"[..]));
+    let pinned = env.readers();
+    assert_eq!(pinned.len(), 1);
+    assert_eq!(pinned[0].2, Some(1));
+
+    reader.reset_in_place();
+    assert_eq!(env.readers().len(), 1, "the slot is kept");
+    assert_eq!(env.readers()[0].2, None, "no snapshot held");
+    assert_eq!(reader.id(), 0);
+    assert_eq!(reader.get(MAIN, &key(7)).unwrap(), None);
+    assert_eq!(reader.get(named, &key(7)).unwrap(), None);
+    // Commits may now reuse the old snapshot's pages (its records are taken).
+    for round in 0..20 {
+        let mut txn = env.begin_write().unwrap();
+        for i in 0..2000 {
+            let v = format!("new{round}");
+            txn.put(MAIN, &key(i), v.as_bytes(), 0).unwrap();
+            txn.put(named, &key(i), v.as_bytes(), 0).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    env.check().unwrap();
+
+    reader.renew_in_place().unwrap();
+    assert_eq!(reader.id(), 21);
+    assert_eq!(env.readers()[0].2, Some(21));
+    for i in (0..2000).step_by(97) {
+        assert_eq!(reader.get(MAIN, &key(i)).unwrap(), Some(&b"new19"[..]));
+        assert_eq!(reader.get(named, &key(i)).unwrap(), Some(&b"new19"[..]));
+    }
+    reader.check().unwrap();
+    // Renewing a txn that holds a snapshot moves it to the latest commit.
+    let mut txn = env.begin_write().unwrap();
+    txn.put(named, &key(3), b"last", 0).unwrap();
+    txn.commit().unwrap();
+    assert_eq!(reader.get(named, &key(3)).unwrap(), Some(&b"new19"[..]));
+    reader.renew_in_place().unwrap();
+    assert_eq!(reader.get(named, &key(3)).unwrap(), Some(&b"last"[..]));
+    drop(reader);
+    assert!(env.readers().is_empty(), "the slot goes back with the txn");
+}
+
 #[test]
 fn one_writer_at_a_time() {
     let dir = tempfile::tempdir().unwrap();

@@ -94,8 +94,9 @@ pub(super) fn catalog_entry_full(
 /// unless it is explicitly aborted.
 pub(super) struct HandleScope<'env> {
     pub(super) env: &'env EnvInner,
-    /// Unique per txn (and per renewal of a read txn).
-    pub(super) serial: u64,
+    /// Unique per txn (and per renewal of a read txn), taken when the txn first opens a
+    /// handle ([`HandleScope::serial`]): 0 until then, which no handle is private to.
+    serial: Cell<u64>,
     /// The txn opened a handle.
     pub(super) opened: Cell<bool>,
     /// On drop: publish (true) or close (false) the handles.
@@ -106,17 +107,36 @@ impl<'env> HandleScope<'env> {
     pub(super) fn new(env: &'env EnvInner, publish_on_drop: bool) -> Self {
         HandleScope {
             env,
-            serial: env.txn_serial.fetch_add(1, Ordering::Relaxed) + 1,
+            serial: Cell::new(0),
             opened: Cell::new(false),
             publish_on_drop: Cell::new(publish_on_drop),
         }
+    }
+
+    /// The txn's serial, to open a handle private to it: taken from the environment's
+    /// counter the first time. A txn that opens no handle writes nothing shared: read
+    /// txns begun on many threads at once do not contend for the counter.
+    pub(super) fn serial(&self) -> u64 {
+        match self.serial.get() {
+            0 => {
+                let serial = self.env.txn_serial.fetch_add(1, Ordering::Relaxed) + 1;
+                self.serial.set(serial);
+                serial
+            }
+            serial => serial,
+        }
+    }
+
+    /// The serial to look handles up with: 0 (no handle's) if the txn opened none.
+    pub(super) fn lookup_serial(&self) -> u64 {
+        self.serial.get()
     }
 
     /// Makes the handles public now (a commit that others may observe next).
     pub(super) fn publish(&self) {
         if self.opened.replace(false) {
             if let Ok(mut c) = self.env.catalog.write() {
-                c.publish(self.serial);
+                c.publish(self.serial.get());
             }
         }
     }
@@ -130,7 +150,7 @@ impl Drop for HandleScope<'_> {
         if self.publish_on_drop.get() {
             self.publish();
         } else if let Ok(mut c) = self.env.catalog.write() {
-            if c.discard(self.serial) {
+            if c.discard(self.serial.get()) {
                 // A slot was freed and may be reused: cached records must be re-checked.
                 self.env.orders_generation.fetch_add(1, Ordering::AcqRel);
             }

@@ -113,7 +113,7 @@ impl<'env> WriteTxn<'env> {
         };
         let mut closed = false;
         for dbi in self.opened_handles.drain(from..) {
-            closed |= catalog.close_opened(dbi, self.handles.serial);
+            closed |= catalog.close_opened(dbi, self.handles.lookup_serial());
         }
         drop(catalog);
         if closed {

@@ -106,6 +106,9 @@ pub struct InactiveReadTxn<'env> {
 }
 
 impl<'env> ReadTxn<'env> {
+    /// Inlined, so that the caller builds the txn where it keeps it (a C handle's state),
+    /// not in a result it then copies.
+    #[inline]
     pub(crate) fn begin(env: &'env EnvInner) -> Result<Self> {
         env.check_not_forked()?;
         let slot = ReaderSlot {
@@ -175,7 +178,7 @@ impl<'env> ReadTxn<'env> {
             }
         }
         let ((name, flags, orders), public) =
-            catalog_entry_full(self.env, db, self.handles.serial)?;
+            catalog_entry_full(self.env, db, self.handles.lookup_serial())?;
         let main_cmp = main_orders(self.env, &self.meta.main_db)?.key;
         match named_record(&self.pages, &self.meta.main_db, main_cmp, &name)? {
             Some(record) => {
@@ -206,7 +209,7 @@ impl<'env> ReadTxn<'env> {
             .catalog
             .write()
             .map_err(|_| Error::Panic("catalog lock poisoned"))?
-            .register(name.as_bytes(), record.flags, self.handles.serial)?;
+            .register(name.as_bytes(), record.flags, self.handles.serial())?;
         self.handles.opened.set(true);
         Ok(Database(dbi))
     }
@@ -335,10 +338,17 @@ impl<'env> ReadTxn<'env> {
 
     /// Ends the txn and closes the DB handles it opened (as LMDB's `mdb_txn_abort`).
     pub fn abort(self) {
+        self.set_abort_on_drop();
+    }
+
+    /// Makes dropping the txn abort it (close the DB handles it opened) rather than commit
+    /// it: [`ReadTxn::abort`] for a txn dropped where it lies (a C handle's state).
+    pub fn set_abort_on_drop(&self) {
         self.handles.publish_on_drop.set(false);
     }
 
     /// Releases the snapshot but keeps the reader slot (LMDB's `mdb_txn_reset`).
+    #[inline]
     pub fn reset(self) -> InactiveReadTxn<'env> {
         self.env.lock.end_snapshot(self.slot.index);
         InactiveReadTxn {
@@ -346,10 +356,60 @@ impl<'env> ReadTxn<'env> {
             slot: self.slot,
         }
     }
+
+    /// [`ReadTxn::reset`] where the txn lies, for a handle that cannot change type (a C
+    /// `MDB_txn`, which `mdb_txn_reset` keeps for `mdb_txn_renew`): nothing is moved or
+    /// built. Releases the snapshot, keeping the reader slot; until
+    /// [`ReadTxn::renew_in_place`] the txn reads an empty snapshot (every DB empty, the id
+    /// 0), so no page of the released one stays reachable. The handles the txn opened are
+    /// published, as when `reset` drops them.
+    pub fn reset_in_place(&mut self) {
+        self.env.lock.end_snapshot(self.slot.index);
+        self.forget_snapshot();
+        self.handles = HandleScope::new(self.env, true);
+    }
+
+    /// [`InactiveReadTxn::renew`] in place: takes a snapshot of the latest commit (after
+    /// [`ReadTxn::reset_in_place`], or instead of the one the txn holds). If that fails,
+    /// the txn is left reset.
+    pub fn renew_in_place(&mut self) -> Result<()> {
+        match take_snapshot(self.env, &self.slot) {
+            Ok(meta) => {
+                self.meta = meta;
+                self.pages = SnapshotPages::new(&self.env.map, self.env.page_size, meta.last_pgno);
+                self.named.get_mut().clear();
+                self.last_named.set(None);
+                Ok(())
+            }
+            Err(e) => {
+                // `take_snapshot` released the slot's snapshot: nothing may point into it.
+                self.forget_snapshot();
+                Err(e)
+            }
+        }
+    }
+
+    /// Makes the txn read an empty snapshot, forgetting every record of the one it held
+    /// (whose pages are no longer pinned): the state between a reset in place and the
+    /// renewal.
+    fn forget_snapshot(&mut self) {
+        let meta = &mut self.meta;
+        meta.main_db = DbRecord::empty(meta.main_db.flags);
+        meta.free_db = DbRecord {
+            pad: meta.free_db.pad,
+            ..DbRecord::empty(meta.free_db.flags)
+        };
+        meta.last_pgno = 1;
+        meta.txnid = 0;
+        self.pages = SnapshotPages::new(&self.env.map, self.env.page_size, 1);
+        self.named.get_mut().clear();
+        self.last_named.set(None);
+    }
 }
 
 impl<'env> InactiveReadTxn<'env> {
     /// Takes a new snapshot of the latest commit (LMDB's `mdb_txn_renew`).
+    #[inline]
     pub fn renew(self) -> Result<ReadTxn<'env>> {
         let meta = take_snapshot(self.env, &self.slot)?;
         let pages = SnapshotPages::new(&self.env.map, self.env.page_size, meta.last_pgno);

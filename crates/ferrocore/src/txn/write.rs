@@ -304,10 +304,18 @@ impl<'env> WriteTxn<'env> {
             _ => match self.named.get(db.0).filter(|n| !self.reused(db, n)) {
                 Some(n) => Ok((
                     n.record,
-                    named_orders(self.env, db, n.orders, n.generation, self.handles.serial)?.0,
+                    named_orders(
+                        self.env,
+                        db,
+                        n.orders,
+                        n.generation,
+                        self.handles.lookup_serial(),
+                    )?
+                    .0,
                 )),
                 None => {
-                    let (name, flags, cmp) = catalog_entry(self.env, db, self.handles.serial)?;
+                    let (name, flags, cmp) =
+                        catalog_entry(self.env, db, self.handles.lookup_serial())?;
                     // This txn's state of the DB, kept under another number (see
                     // `adopt_named`), is newer than its record in the main DB.
                     if let Some(n) = self.named.values().find(|n| n.name == name) {
@@ -358,7 +366,7 @@ impl<'env> WriteTxn<'env> {
         if self.env.orders_generation.load(Ordering::Acquire) == n.generation {
             return false;
         }
-        match catalog_entry(self.env, db, self.handles.serial) {
+        match catalog_entry(self.env, db, self.handles.lookup_serial()) {
             Ok((name, _, _)) => name != n.name,
             Err(_) => false, // the caller's next catalog look-up reports it
         }
@@ -449,7 +457,7 @@ impl<'env> WriteTxn<'env> {
         }
         self.forget_if_reused(db);
         if !self.named.contains_key(db.0) {
-            let (name, _, cmp) = catalog_entry(self.env, db, self.handles.serial)?;
+            let (name, _, cmp) = catalog_entry(self.env, db, self.handles.lookup_serial())?;
             // One state per DB: the one kept under another number moves here.
             self.adopt_named(db.0, &name);
             if !self.named.contains_key(db.0) {
@@ -470,8 +478,13 @@ impl<'env> WriteTxn<'env> {
             }
         }
         let n = self.named.get_mut(db.0).expect("loaded above");
-        (n.orders, n.generation) =
-            named_orders(self.env, db, n.orders, n.generation, self.handles.serial)?;
+        (n.orders, n.generation) = named_orders(
+            self.env,
+            db,
+            n.orders,
+            n.generation,
+            self.handles.lookup_serial(),
+        )?;
         n.dirty = true;
         self.append_hint = n.append_hint.take();
         Ok((&mut n.record, n.orders))
@@ -510,7 +523,7 @@ impl<'env> WriteTxn<'env> {
                     .catalog
                     .write()
                     .map_err(|_| Error::Panic("catalog lock poisoned"))?
-                    .register(name, record.flags, self.handles.serial)?;
+                    .register(name, record.flags, self.handles.serial())?;
                 let dbi = self.note_opened(registered);
                 self.adopt_named(dbi, name);
                 dbi
@@ -522,7 +535,7 @@ impl<'env> WriteTxn<'env> {
                     .catalog
                     .write()
                     .map_err(|_| Error::Panic("catalog lock poisoned"))?
-                    .register(name, db_flags, self.handles.serial)?;
+                    .register(name, db_flags, self.handles.serial())?;
                 let dbi = self.note_opened(registered);
                 // As LMDB does, the record enters the main DB at once (rewritten at commit).
                 let mode = PutMode {
@@ -849,7 +862,7 @@ impl<'env> WriteTxn<'env> {
             *self.tree_mut(db)?.0 = DbRecord::empty(rec.flags);
             return Ok(());
         }
-        let (name, _, _) = catalog_entry(self.env, db, self.handles.serial)?;
+        let (name, _, _) = catalog_entry(self.env, db, self.handles.lookup_serial())?;
         let main_orders = main_orders(self.env, &self.main_db)?;
         let r = TreeMut {
             store: &mut self.pages,
