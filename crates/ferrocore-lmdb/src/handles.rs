@@ -533,17 +533,25 @@ pub(crate) unsafe fn begin_txn(env: *mut MDB_env, read_only: bool) -> Rc<*mut MD
     // SAFETY: the caller's contract; the txn made here is counted in `live_txns` below.
     let open = unsafe { env_for_txn(env) }?;
     if read_only {
-        let r = open.begin_read().rc()?;
+        // The handle first, so that the txn goes from the call's result straight into it:
+        // a result converted, or the txn kept in a local, was a copy of its ~400 bytes.
         // SAFETY: the caller's contract: `env` is live.
-        let t = unsafe { top_level_handle(env, r.id() as usize) };
-        // SAFETY: `t` was just set up for this call, which owns it.
-        unsafe {
-            (*t).state = TxnState::Read {
-                txn: r,
-                active: true,
+        let t = unsafe { top_level_handle(env, 0) };
+        match open.begin_read() {
+            Ok(txn) => {
+                // SAFETY: `t` was just set up for this call, which owns it.
+                unsafe {
+                    (*t).id = txn.id() as usize;
+                    (*t).state = TxnState::Read { txn, active: true };
+                }
+                return Ok(t);
             }
-        };
-        return Ok(t);
+            Err(e) => {
+                // SAFETY: `t` is this call's, still `Ended`, counted in `live_txns`.
+                unsafe { give_back_unused(env, t) };
+                return Err(e.lmdb_code());
+            }
+        }
     }
     // SAFETY: the caller's contract: `env` is live (only a shared reference is made).
     let spare = unsafe { &*env }
@@ -584,6 +592,18 @@ unsafe fn top_level_handle(env: *mut MDB_env, id: usize) -> *mut MDB_txn {
     // that this call owns.
     unsafe { (*t).restart(env, id) };
     t
+}
+
+/// Gives back a handle from [`top_level_handle`] that no txn went into.
+///
+/// # Safety
+/// `env` is live; `t` came from `top_level_handle(env, ..)` and is still `Ended`, used by
+/// nothing else.
+unsafe fn give_back_unused(env: *mut MDB_env, t: *mut MDB_txn) {
+    // SAFETY: the caller's contract: `env` is live (only a shared reference is made).
+    unsafe { &*env }.live_txns.fetch_sub(1, Ordering::AcqRel);
+    // SAFETY: the caller's contract: `t` came from `TXNS.take` and holds no txn.
+    unsafe { TXNS.recycle(t) };
 }
 
 /// Begins a txn nested in the write txn (or nested txn) `parent`; the parent's cursors
