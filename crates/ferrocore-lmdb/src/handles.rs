@@ -21,12 +21,14 @@
 //! - a write txn's open cursors are listed in its `cursors` and closed when it ends, so an
 //!   open tracked cursor's txn is alive.
 
+use std::cell::Cell;
 use std::ffi::CString;
 use std::marker::PhantomData;
 use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::thread::LocalKey;
 
 use ferrocore::{Database, DetachedCursor, Env, NestedLevel, ReadTxn, TxnRef, WriteTxn};
 
@@ -90,20 +92,45 @@ pub(crate) fn guard_void(env: CallEnv, body: impl FnOnce()) {
 
 /// Ended handles of type `T`, by address (raw pointers are not `Send`), waiting to be
 /// reused by the next `mdb_txn_begin` or `mdb_cursor_open`. Invariant: it holds only
-/// addresses from `Box::into_raw` of a `T` (in [`Pool::take`]), each at most once. Memory
-/// is bounded by the most handles alive at once.
+/// addresses from `Box::into_raw` of a `T` (in [`Pool::take`]), each at most once, either
+/// in the shared list or as one thread's [`LocalHandle`]. Memory is bounded by the most
+/// handles alive at once.
 struct Pool<T> {
     /// The addresses of ended handles.
     ended: Mutex<Vec<usize>>,
+    /// Each thread's last ended handle, in front of `ended`: a thread that begins and ends
+    /// txns one after another (a server answering requests) takes and gives back its
+    /// handle without the list's lock.
+    local: &'static LocalKey<LocalHandle>,
     /// `fn() -> T`: the pool is `Sync` whatever `T` is (it holds addresses, not values).
     _handles: PhantomData<fn() -> T>,
 }
 
+/// One ended handle kept by a thread for its pool ([`Pool::local`]); 0 if none. A thread
+/// that exits gives it to the pool's shared list.
+struct LocalHandle {
+    addr: Cell<usize>,
+    /// The shared list of the pool this belongs to.
+    ended: &'static Mutex<Vec<usize>>,
+}
+
+impl Drop for LocalHandle {
+    fn drop(&mut self) {
+        let addr = self.addr.get();
+        if addr != 0 {
+            if let Ok(mut p) = self.ended.lock() {
+                p.push(addr);
+            }
+        }
+    }
+}
+
 impl<T> Pool<T> {
-    /// An empty pool.
-    const fn new() -> Self {
+    /// An empty pool whose threads keep their last ended handle in `local`.
+    const fn new(local: &'static LocalKey<LocalHandle>) -> Self {
         Pool {
             ended: Mutex::new(Vec::new()),
+            local,
             _handles: PhantomData,
         }
     }
@@ -126,27 +153,58 @@ impl<T> Pool<T> {
     /// (then [`Pool::take`] allocates). The caller owns it until it is recycled.
     fn reuse(&self) -> Option<*mut T> {
         // The pool's invariant: every address came from `Box::into_raw` of a `T` and was
-        // put back when its handle ended; popped, it is owned by no one.
-        let addr = self.ended.lock().ok().and_then(|mut p| p.pop())?;
+        // put back when its handle ended; taken out, it is owned by no one. (During a
+        // thread's exit the thread's own is gone: the shared list serves.)
+        let addr = match self.local.try_with(|l| l.addr.replace(0)) {
+            Ok(addr) if addr != 0 => addr,
+            _ => self.ended.lock().ok().and_then(|mut p| p.pop())?,
+        };
         Some(addr as *mut T)
     }
 
-    /// Puts an ended handle (already marked ended) back for reuse.
+    /// Puts an ended handle (already marked ended) back for reuse: as the thread's own if
+    /// it holds none, else in the shared list.
     ///
     /// # Safety
     /// `handle` came from `take` on this pool and has just ended: it is not in the pool
     /// yet, and nothing uses it as live any more.
     unsafe fn recycle(&self, handle: *mut T) {
-        if let Ok(mut p) = self.ended.lock() {
-            p.push(handle as usize);
+        let kept = self.local.try_with(|l| {
+            let free = l.addr.get() == 0;
+            if free {
+                l.addr.set(handle as usize);
+            }
+            free
+        });
+        if kept != Ok(true) {
+            if let Ok(mut p) = self.ended.lock() {
+                p.push(handle as usize);
+            }
         }
     }
 }
 
+thread_local! {
+    /// The thread's last ended txn handle ([`Pool::local`] of [`TXNS`]).
+    static LOCAL_TXN: LocalHandle = const {
+        LocalHandle {
+            addr: Cell::new(0),
+            ended: &TXNS.ended,
+        }
+    };
+    /// The thread's last closed cursor handle ([`Pool::local`] of [`CURSORS`]).
+    static LOCAL_CURSOR: LocalHandle = const {
+        LocalHandle {
+            addr: Cell::new(0),
+            ended: &CURSORS.ended,
+        }
+    };
+}
+
 /// Ended txn handles.
-static TXNS: Pool<MDB_txn> = Pool::new();
+static TXNS: Pool<MDB_txn> = Pool::new(&LOCAL_TXN);
 /// Closed cursor handles.
-static CURSORS: Pool<MDB_cursor> = Pool::new();
+static CURSORS: Pool<MDB_cursor> = Pool::new(&LOCAL_CURSOR);
 
 // ---------------------------------------------------------------------------------------
 // Environments.

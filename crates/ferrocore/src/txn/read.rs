@@ -366,7 +366,9 @@ impl<'env> ReadTxn<'env> {
     pub fn reset_in_place(&mut self) {
         self.env.lock.end_snapshot(self.slot.index);
         self.forget_snapshot();
-        self.handles = HandleScope::new(self.env, true);
+        if self.handles.opened.get() {
+            self.handles = HandleScope::new(self.env, true);
+        }
     }
 
     /// [`InactiveReadTxn::renew`] in place: takes a snapshot of the latest commit (after
