@@ -68,7 +68,10 @@ pub unsafe extern "C" fn mdb_env_open(
             .max_readers(e.max_readers)
             .max_dbs(e.max_dbs)
             .file_mode(mode)
-            .grow_map(false);
+            .grow_map(false)
+            // As LMDB's without MDB_NOTLS: a read txn's end keeps its reader slot for the
+            // thread's next one.
+            .keep_reader_slots((flags | e.flags) & env_flags::NO_TLS == 0);
         if let Some(size) = e.map_size {
             opts.map_size(size);
         }

@@ -234,7 +234,7 @@ pub struct MDB_env {
     pub(crate) assert_func: Option<MDB_assert_func>,
     /// Txns begun and not yet ended: `mdb_env_close` with txns alive leaks the environment
     /// rather than free memory they point into. Only txn begin and end change it.
-    live_txns: AtomicUsize,
+    live_txns: LiveTxns,
     /// The last write txn's heap place, empty, for the next one (see [`WriteBox`]).
     spare_write: Mutex<Option<WriteBox>>,
 }
@@ -251,7 +251,7 @@ impl MDB_env {
             path: None,
             userctx: std::ptr::null_mut(),
             assert_func: None,
-            live_txns: AtomicUsize::new(0),
+            live_txns: LiveTxns::default(),
             spare_write: Mutex::new(None),
         }
     }
@@ -271,7 +271,55 @@ impl MDB_env {
 
     /// True while a txn of this handle is alive.
     pub(crate) fn has_live_txns(&self) -> bool {
-        self.live_txns.load(Ordering::Acquire) != 0
+        self.live_txns.any()
+    }
+}
+
+/// The count of an environment's live txns, in parts on cache lines of their own: a txn
+/// counts itself in the part of the thread that begins it and leaves the same part (its
+/// handle records which) wherever it ends; the environment has live txns while any part
+/// is above 0. One count for all threads cost every read request two atomic updates of a
+/// cache line that the threads making requests all contended for.
+#[derive(Default)]
+struct LiveTxns {
+    parts: [LivePart; LIVE_PARTS],
+}
+
+/// Parts of [`LiveTxns`].
+const LIVE_PARTS: usize = 16;
+
+/// One part of [`LiveTxns`].
+#[derive(Default)]
+#[repr(align(64))]
+struct LivePart(AtomicUsize);
+
+impl LiveTxns {
+    /// Counts a txn begun on this thread; returns the part, for [`LiveTxns::leave`].
+    #[inline]
+    fn enter(&self) -> u8 {
+        thread_local! {
+            /// This thread's part: threads are numbered as they first begin a txn.
+            static PART: usize = {
+                static NEXT: AtomicUsize = AtomicUsize::new(0);
+                NEXT.fetch_add(1, Ordering::Relaxed) % LIVE_PARTS
+            };
+        }
+        // A thread past its thread-locals' end (a txn begun in a destructor) uses part 0.
+        let part = PART.try_with(|p| *p).unwrap_or(0);
+        self.parts[part].0.fetch_add(1, Ordering::AcqRel);
+        part as u8
+    }
+
+    /// Uncounts a txn counted in `part`.
+    #[inline]
+    fn leave(&self, part: u8) {
+        let before = self.parts[part as usize].0.fetch_sub(1, Ordering::AcqRel);
+        debug_assert!(before > 0, "a txn left a part it was not counted in");
+    }
+
+    /// True while a txn is counted.
+    fn any(&self) -> bool {
+        self.parts.iter().any(|p| p.0.load(Ordering::Acquire) != 0)
     }
 }
 
@@ -336,6 +384,8 @@ pub struct MDB_txn {
     inherited: usize,
     /// The txn id, kept for `mdb_txn_id` after a reset.
     id: usize,
+    /// The part of its environment's `live_txns` the txn is counted in.
+    live_part: u8,
 }
 
 /// A write txn on the heap (it is much larger than the other states of a txn handle).
@@ -389,6 +439,7 @@ impl MDB_txn {
             cursors: Vec::new(),
             inherited: 0,
             id: 0,
+            live_part: 0,
         }
     }
 
@@ -640,15 +691,19 @@ pub(crate) unsafe fn begin_txn(env: *mut MDB_env, read_only: bool) -> Rc<*mut MD
 /// `env` is a live handle.
 unsafe fn top_level_handle(env: *mut MDB_env, id: usize) -> *mut MDB_txn {
     // SAFETY: the caller's contract: `env` is live (only a shared reference is made).
-    unsafe { &*env }.live_txns.fetch_add(1, Ordering::AcqRel);
+    let live_part = unsafe { &*env }.live_txns.enter();
     let Some(t) = TXNS.reuse() else {
         let mut handle = MDB_txn::new(env, std::ptr::null_mut());
         handle.id = id;
+        handle.live_part = live_part;
         return TXNS.take(handle);
     };
     // SAFETY: `reuse`'s guarantee: an ended handle (state `Ended`, its cursor list empty)
     // that this call owns.
-    unsafe { (*t).restart(env, id) };
+    unsafe {
+        (*t).restart(env, id);
+        (*t).live_part = live_part;
+    }
     t
 }
 
@@ -658,8 +713,10 @@ unsafe fn top_level_handle(env: *mut MDB_env, id: usize) -> *mut MDB_txn {
 /// `env` is live; `t` came from `top_level_handle(env, ..)` and is still `Ended`, used by
 /// nothing else.
 unsafe fn give_back_unused(env: *mut MDB_env, t: *mut MDB_txn) {
+    // SAFETY: the caller's contract: `t` is the caller's alone (a read of one field).
+    let part = unsafe { (*t).live_part };
     // SAFETY: the caller's contract: `env` is live (only a shared reference is made).
-    unsafe { &*env }.live_txns.fetch_sub(1, Ordering::AcqRel);
+    unsafe { &*env }.live_txns.leave(part);
     // SAFETY: the caller's contract: `t` came from `TXNS.take` and holds no txn.
     unsafe { TXNS.recycle(t) };
 }
@@ -695,8 +752,9 @@ pub(crate) unsafe fn begin_nested(env: *mut MDB_env, parent: *mut MDB_txn) -> Rc
         c.txn = child;
     }
     p.child = child;
-    // SAFETY: the caller's contract: `env` is live (only a shared reference is made).
-    unsafe { &*env }.live_txns.fetch_add(1, Ordering::AcqRel);
+    // SAFETY: the caller's contract: `env` is live (only a shared reference is made);
+    // `child` was made above, and nothing else refers to it yet.
+    unsafe { (*child).live_part = (*env).live_txns.enter() };
     Ok(child)
 }
 
@@ -803,7 +861,7 @@ pub(crate) unsafe fn end_txn(txn: *mut MDB_txn, commit: bool) -> Rc {
             unsafe { (*t.parent).cursors = inherited };
         }
     }
-    t.env().live_txns.fetch_sub(1, Ordering::AcqRel);
+    t.env().live_txns.leave(t.live_part);
     t.parent = std::ptr::null_mut();
     t.inherited = 0;
     // SAFETY: `txn` came from `TXNS.take` and has just ended (it was not `Ended` above).

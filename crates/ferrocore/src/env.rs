@@ -37,6 +37,7 @@ pub struct EnvOptions {
     max_dbs: u32,
     grow_map: bool,
     shrink_on_commit: bool,
+    keep_reader_slots: bool,
     file_mode: u32,
     data_file: Option<DataFileWrapper>,
 }
@@ -66,6 +67,7 @@ impl Default for EnvOptions {
             max_dbs: 0,
             grow_map: true,
             shrink_on_commit: true,
+            keep_reader_slots: false,
             file_mode: 0o644,
             data_file: None,
         }
@@ -101,6 +103,19 @@ impl EnvOptions {
     /// [`Env::shrink_file`] shrinks the file on request either way.
     pub fn shrink_on_commit(&mut self, on: bool) -> &mut Self {
         self.shrink_on_commit = on;
+        self
+    }
+
+    /// Whether a read txn that ends leaves its reader slot claimed, holding no snapshot,
+    /// for the next read txn of its thread to take without the reader table's lock
+    /// (default off: a read txn's end frees its slot, as LMDB's with `MDB_NOTLS`). LMDB
+    /// keeps a thread's slot likewise unless `MDB_NOTLS` is set, and the C ABI turns this
+    /// on when it is not. A read txn per request on several threads then takes no lock
+    /// shared by them. The environment keeps at most 16 such slots, gives them back when it
+    /// closes, and [`Env::readers`] lists them, with no snapshot. Read txns stay free to
+    /// move between threads, and a thread may hold several at once.
+    pub fn keep_reader_slots(&mut self, on: bool) -> &mut Self {
+        self.keep_reader_slots = on;
         self
     }
 
@@ -566,6 +581,7 @@ impl Env {
                 txn_serial: AtomicU64::new(0),
                 last_stale_check: AtomicU64::new(0),
                 strict: opts.strict,
+                kept_slots: opts.keep_reader_slots.then(Box::default),
                 lock,
             },
         }

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::format::meta::{self, Meta, META_WRITE_SIZE};
 use crate::io::{DataFile, Map};
 use crate::lock::fork;
+use crate::lock::kept::KeptSlots;
 use crate::lock::registry::LockHandle;
 
 /// State shared by every transaction of an environment.
@@ -66,6 +67,23 @@ pub struct EnvInner {
     pub strict: bool,
     /// When the writer last looked for dead readers (ms since `process_clock`, +1).
     pub last_stale_check: AtomicU64,
+    /// Reader slots kept claimed between read txns ([`crate::EnvOptions::keep_reader_slots`]);
+    /// `None`: a read txn's end gives its slot back (LMDB's `MDB_NOTLS`).
+    pub kept_slots: Option<Box<KeptSlots>>,
+}
+
+impl Drop for EnvInner {
+    /// Gives back the reader slots kept for the next read txns (not in a `fork()` child:
+    /// they are the parent's).
+    fn drop(&mut self) {
+        if let Some(kept) = &self.kept_slots {
+            if fork::current_generation() == self.fork_generation {
+                for slot in kept.drain() {
+                    self.lock.release_slot(slot);
+                }
+            }
+        }
+    }
 }
 
 /// Milliseconds since the first call in this process (a monotonic clock).
@@ -87,6 +105,44 @@ impl EnvInner {
                 .last_stale_check
                 .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
+    }
+
+    /// A reader slot for a read txn: the one this thread's last read txn kept, if the
+    /// environment keeps them, else a free one claimed under the reader table's lock (or,
+    /// the table full, one kept by another thread).
+    #[inline]
+    pub fn reader_slot(&self) -> Result<usize> {
+        let Some(kept) = &self.kept_slots else {
+            return self.lock.acquire_slot();
+        };
+        if let Some(slot) = kept.take() {
+            self.lock.note_slot_thread(slot);
+            return Ok(slot);
+        }
+        match self.lock.acquire_slot() {
+            Err(Error::ReadersFull) => match kept.take_any() {
+                Some(slot) => {
+                    self.lock.note_slot_thread(slot);
+                    Ok(slot)
+                }
+                None => Err(Error::ReadersFull),
+            },
+            claimed => claimed,
+        }
+    }
+
+    /// Gives back reader slot `slot` of a read txn that ended (its snapshot is released
+    /// here too): kept for this thread's next read txn if the environment keeps slots and
+    /// the thread keeps none yet, else freed in the table.
+    #[inline]
+    pub fn put_back_reader_slot(&self, slot: usize) {
+        if let Some(kept) = &self.kept_slots {
+            self.lock.end_snapshot(slot);
+            if kept.keep(slot) {
+                return;
+            }
+        }
+        self.lock.release_slot(slot);
     }
 
     /// `Panic` if this process is a `fork()` child of the one that opened the environment.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use ferrocore::{Database, Env, EnvOptions};
 
 mod common;
-use common::{Rng, TempEnv};
+use common::{open_env, Rng, TempEnv};
 
 const ACCOUNTS: u64 = 64;
 const TOTAL: u64 = ACCOUNTS * 1_000;
@@ -112,4 +112,85 @@ fn read_txns_move_between_threads() {
         });
     });
     assert_eq!(env.readers().len(), 0);
+}
+
+/// `keep_reader_slots` (LMDB's reader slots without `MDB_NOTLS`, which the C ABI turns on):
+/// a read txn that ends leaves its slot claimed with no snapshot, and the thread's next
+/// read txn takes it again; txns on several threads at once each have a slot; a second
+/// `Env` of the file in the process sees the kept slot and keeps its own; a full table
+/// lends a kept slot to a thread that keeps none; closing the environment gives its kept
+/// slots back, and none of another `Env` of the file.
+#[test]
+fn kept_reader_slots_pass_from_txn_to_txn_and_go_back_at_close() {
+    let mut opts = EnvOptions::new();
+    opts.keep_reader_slots(true).max_readers(3);
+    let env = TempEnv::new(&opts);
+    let mut txn = env.begin_write().unwrap();
+    txn.put(Database::MAIN, b"k", b"v", 0).unwrap();
+    txn.commit().unwrap();
+    assert!(env.readers().is_empty());
+    for _ in 0..100 {
+        let reader = env.begin_read().unwrap();
+        assert_eq!(reader.get(Database::MAIN, b"k").unwrap(), Some(&b"v"[..]));
+        let readers = env.readers();
+        assert_eq!(readers.len(), 1, "one slot, taken again each time");
+        assert_eq!(readers[0].2, Some(1));
+    }
+    assert_eq!(env.readers().len(), 1, "kept");
+    assert_eq!(env.readers()[0].2, None, "holding no snapshot");
+    // A kept slot pins nothing: commits reuse the pages of the snapshots read before.
+    for round in 0..50u64 {
+        let mut txn = env.begin_write().unwrap();
+        txn.put(Database::MAIN, b"k", &round.to_le_bytes(), 0)
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    env.check().unwrap();
+
+    // Two txns at once on one thread: the second claims a slot of its own.
+    let a = env.begin_read().unwrap();
+    let b = env.begin_read().unwrap();
+    assert_eq!(env.readers().len(), 2);
+    drop(a);
+    drop(b); // the thread keeps one already: freed
+    assert_eq!(env.readers().len(), 1);
+
+    // A second environment of the file in this process, which keeps none.
+    let second = open_env(env.dir(), &EnvOptions::new());
+    assert_eq!(second.readers().len(), 1, "the first's kept slot is listed");
+    let other = second.begin_read().unwrap();
+    assert_eq!(second.readers().len(), 2);
+    drop(other);
+    assert_eq!(second.readers().len(), 1, "freed: the second keeps no slot");
+
+    // The table full (3 slots): a thread that keeps none takes another thread's.
+    std::thread::scope(|s| {
+        s.spawn(|| drop(env.begin_read().unwrap())).join().unwrap();
+    });
+    assert_eq!(
+        env.readers().len(),
+        2,
+        "kept by this thread and by the other"
+    );
+    let x = env.begin_read().unwrap(); // this thread's kept slot
+    let y = env.begin_read().unwrap(); // the third and last
+    assert_eq!(env.readers().len(), 3);
+    let id = std::thread::scope(|s| {
+        // No slot is free: the other thread's kept one is lent.
+        s.spawn(|| env.begin_read().map(|t| t.id())).join().unwrap()
+    });
+    assert_eq!(id.unwrap(), 51);
+    assert_eq!(env.readers().len(), 3);
+    drop((x, y));
+    assert_eq!(
+        env.readers().len(),
+        2,
+        "this thread keeps one, frees the other"
+    );
+
+    // Closing gives the kept slots back, and only those of the closed environment.
+    let dir = env.close();
+    assert!(second.readers().is_empty(), "{:?}", second.readers());
+    drop(second);
+    drop(dir);
 }

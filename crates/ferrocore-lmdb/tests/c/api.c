@@ -258,6 +258,15 @@ int main(int argc, char **argv) {
 	OK(mdb_reader_check(env, &dead));
 	CHECK(dead == 0);
 	OK(mdb_txn_commit(txn));
+	/* Without MDB_NOTLS the thread keeps its reader slot, idle, for its next read txn. */
+	nlines = 0;
+	CHECK(mdb_reader_list(env, count_lines, &nlines) == 0);
+	CHECK(nlines == 2); /* header + the idle slot */
+	OK(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));
+	nlines = 0;
+	CHECK(mdb_reader_list(env, count_lines, &nlines) == 0);
+	CHECK(nlines == 2); /* the same slot, taken again */
+	mdb_txn_abort(txn);
 
 	/* Handles used after they ended: freed memory in LMDB (so only checked on ferrocore),
 	 * an error code here. */
@@ -409,6 +418,9 @@ int main(int argc, char **argv) {
 	OK(mdb_txn_begin(env, NULL, MDB_RDONLY, &r3));
 	mdb_txn_abort(r3);
 	mdb_txn_abort(r2);
+	nlines = 0;
+	CHECK(mdb_reader_list(env, count_lines, &nlines) == 0);
+	CHECK(nlines == 1); /* "(no active readers)": with MDB_NOTLS no slot stays */
 	mdb_env_close(env);
 
 	/* Not an LMDB file: MDB_INVALID. */

@@ -20,6 +20,7 @@
 //! of its descriptors of that file is closed.
 
 pub mod fork;
+pub mod kept;
 pub mod mutex;
 pub mod registry;
 
@@ -375,6 +376,15 @@ impl LockFile {
         }
         self.slot_pid(i).store(self.pid, Ordering::SeqCst);
         Ok(i)
+    }
+
+    /// Records the calling thread as slot `i`'s reader (a slot kept by this process
+    /// passes from thread to thread: see [`kept::KeptSlots`]), as `mdb_reader_list` shows it.
+    pub fn note_slot_thread(&self, i: usize) {
+        debug_assert_eq!(self.slot_pid(i).load(Ordering::Relaxed), self.pid);
+        // SAFETY: pthread_self has no preconditions.
+        let tid = unsafe { libc::pthread_self() } as u64;
+        self.slot_tid(i).store(tid, Ordering::Relaxed);
     }
 
     /// Publishes a consistent snapshot in slot `i` and returns its txnid: loops until the

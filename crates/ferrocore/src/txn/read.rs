@@ -5,16 +5,16 @@ use std::sync::atomic::Ordering;
 
 use crate::error::{Error, Result};
 use crate::format::meta::{DbRecord, Meta, Stat, META_WRITE_SIZE};
-use crate::lock::LockFile;
 use crate::order::Orders;
 use crate::shared::EnvInner;
 use crate::store::{PageSource, SnapshotPages};
 
 use super::*;
 
-/// A reader slot held by a read txn; given back on drop.
+/// A reader slot held by a read txn; given back on drop (or kept for the environment's
+/// next read txn: [`EnvInner::put_back_reader_slot`]).
 pub(super) struct ReaderSlot<'env> {
-    pub(super) lock: &'env LockFile,
+    pub(super) env: &'env EnvInner,
     pub(super) index: usize,
     /// The fork generation it was taken in: a forked child must not give back the
     /// parent's slot (the parent still reads under it).
@@ -24,7 +24,7 @@ pub(super) struct ReaderSlot<'env> {
 impl Drop for ReaderSlot<'_> {
     fn drop(&mut self) {
         if crate::lock::fork::current_generation() == self.fork_generation {
-            self.lock.release_slot(self.index);
+            self.env.put_back_reader_slot(self.index);
         }
     }
 }
@@ -112,8 +112,8 @@ impl<'env> ReadTxn<'env> {
     pub(crate) fn begin(env: &'env EnvInner) -> Result<Self> {
         env.check_not_forked()?;
         let slot = ReaderSlot {
-            lock: &env.lock,
-            index: env.lock.acquire_slot()?,
+            env,
+            index: env.reader_slot()?,
             fork_generation: env.fork_generation,
         };
         let meta = take_snapshot(env, &slot)?;
