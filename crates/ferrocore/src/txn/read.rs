@@ -82,9 +82,11 @@ pub(super) fn check_write_map_size(env: &EnvInner, meta: &Meta) -> Result<()> {
 
 /// A read-only transaction: a consistent snapshot of the last commit when it began.
 ///
-/// Not tied to a thread (LMDB's `MDB_NOTLS` is always in effect): it is `Send`, so it and
-/// its cursors may move to another thread and end there; it is not `Sync` (one thread at a
-/// time). A thread may hold several read txns at once.
+/// Not tied to a thread (as LMDB's with `MDB_NOTLS`): it is `Send`, so it and its cursors
+/// may move to another thread and end there; it is not `Sync` (one thread at a time). A
+/// thread may hold several read txns at once. Its reader slot is freed when it ends, or
+/// kept for the thread's next read txn ([`crate::EnvOptions::keep_reader_slots`], which
+/// the C ABI turns on without `MDB_NOTLS`, as LMDB keeps a thread's slot).
 pub struct ReadTxn<'env> {
     pub(super) env: &'env EnvInner,
     pub(super) slot: ReaderSlot<'env>,
