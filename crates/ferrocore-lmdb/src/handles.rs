@@ -110,15 +110,16 @@ struct Pool<T> {
 /// that exits gives it to the pool's shared list.
 struct LocalHandle {
     addr: Cell<usize>,
-    /// The shared list of the pool this belongs to.
-    ended: &'static Mutex<Vec<usize>>,
+    /// The shared list of the pool this belongs to (a function: a constant may not hold a
+    /// reference to the list, which is mutable).
+    ended: fn() -> &'static Mutex<Vec<usize>>,
 }
 
 impl Drop for LocalHandle {
     fn drop(&mut self) {
         let addr = self.addr.get();
         if addr != 0 {
-            if let Ok(mut p) = self.ended.lock() {
+            if let Ok(mut p) = (self.ended)().lock() {
                 p.push(addr);
             }
         }
@@ -189,14 +190,14 @@ thread_local! {
     static LOCAL_TXN: LocalHandle = const {
         LocalHandle {
             addr: Cell::new(0),
-            ended: &TXNS.ended,
+            ended: || &TXNS.ended,
         }
     };
     /// The thread's last closed cursor handle ([`Pool::local`] of [`CURSORS`]).
     static LOCAL_CURSOR: LocalHandle = const {
         LocalHandle {
             addr: Cell::new(0),
-            ended: &CURSORS.ended,
+            ended: || &CURSORS.ended,
         }
     };
 }
