@@ -4,7 +4,7 @@
 //! gets (one read txn; then each in a read txn of its own, as a server answers requests:
 //! begun and aborted, or one handle reset and renewed), W5's scan (one read txn, every entry), W2's sorted APPEND puts
 //! (txns of 1,000), W7's indexed entries (a record plus 10 DUPSORT index values each,
-//! txns of 1,000), W6's one-put commits without the sync (on N entries, and again after N
+//! txns of 1,000), W6's one-put commits without the sync (on N entries, and again after 2 N
 //! unmeasured ones: the steady state) and W9's removals
 //! (N random deletes, half of a DB of 2 N entries, in one txn), counting only
 //! what runs inside [`ferrobench_measure`] (a profile dump of its own), so key generation,
@@ -59,9 +59,11 @@ pub enum Op {
     Index,
     /// W6 without the sync: a txn of one random put, committed (on a DB of N entries).
     Commit,
-    /// The 1-put commit after N unmeasured ones (on a DB of 2 N entries): the steady state,
-    /// once the free pages the load left are worked through (the first commits after a
-    /// load cost LMDB more than later ones, and the plain cell averages them in).
+    /// The 1-put commit after 2 N unmeasured ones (on a DB of 3 N entries): the steady
+    /// state, once the free pages the load left are worked through (the first commits
+    /// after a load cost LMDB more than later ones, and the plain cell averages them in;
+    /// after N warm-up commits, LMDB's still cost 8,516 instructions at N = 20,000, after
+    /// 2 N 7,508, as at N = 40,000 and 80,000).
     CommitSteady,
     /// W4's random get, each in its own read txn (begin, get, abort), as a server answers
     /// a request.
@@ -191,7 +193,7 @@ pub fn cell(args: &W8CellArgs) {
         }
         Op::CommitSteady => {
             load(&mut e);
-            let warm_up = KeyBuf::random(args.n, 16, 43);
+            let warm_up = KeyBuf::random(2 * args.n, 16, 43);
             for k in warm_up.keys().chunks(1) {
                 e.put_batch(k, &v, false);
             }
@@ -379,7 +381,7 @@ pub fn run(args: &W8Args) {
             "\nW8 instructions per operation under callgrind, N = {} (16-byte random keys, 100-byte values;\n\
              put, append put, W7 entry: txns of 1000, no sync, commit included; get, next: one read txn;\n\
              get, own read txn: begin, get, abort; renewed: one txn reset and renewed around each get;\n\
-             1-put commit: a txn of one put on N entries, no sync; steady: the same after N unmeasured ones;\n\
+             1-put commit: a txn of one put on N entries, no sync; steady: the same after 2 N unmeasured ones;\n\
              delete: N of 2 N entries in one txn);\n\
              (x) = engine / LMDB\n",
             args.n
