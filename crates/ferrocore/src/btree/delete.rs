@@ -76,6 +76,11 @@ impl<S: PageStore> TreeMut<'_, S> {
         if self.db.root == P_INVALID || keys.is_empty() {
             return Ok(0);
         }
+        if self.db.depth == 1 && self.store.is_dirty(self.db.root) {
+            if let Some(count) = self.delete_leading_in_root(keys)? {
+                return Ok(count);
+            }
+        }
         let mut path = Path::default();
         // The first leaf, parsed once: its keys are compared, and its item count tells
         // whether a root leaf keeps any.
@@ -129,6 +134,43 @@ impl<S: PageStore> TreeMut<'_, S> {
         let level = path.leaf_level();
         self.rebalance(&mut path, level)?;
         Ok(count)
+    }
+
+    /// [`TreeMut::delete_leading`]'s usual case (the free DB's, a few records in a root
+    /// leaf the commit has made writable): no descent, one look-up of the leaf's copy.
+    /// `None`, changing nothing, if the deletes would empty the leaf or free overflow
+    /// pages: the general path does those.
+    fn delete_leading_in_root<K: AsRef<[u8]>>(&mut self, keys: &[K]) -> Result<Option<usize>> {
+        let root = self.db.root;
+        let buf = self.store.dirty_mut(root);
+        let count = {
+            let page = PageView::parse(buf, root)?;
+            if !page.is_leaf() {
+                return Err(super::search::misplaced(&page, true));
+            }
+            let items = page.num_keys();
+            let mut count = 0;
+            while count < keys.len().min(items) {
+                let node = page.node(count)?;
+                if node.key != keys[count].as_ref() {
+                    break;
+                }
+                check_node_kind(node.flags, 0)?;
+                if node.flags & node_flags::BIGDATA != 0 {
+                    return Ok(None);
+                }
+                count += 1;
+            }
+            if count == items {
+                return Ok(None);
+            }
+            count
+        };
+        for _ in 0..count {
+            edit::delete_node(buf, 0);
+        }
+        self.db.entries -= count as u64;
+        Ok(Some(count))
     }
 
     /// Deletes the item at slot `idx` of `path`'s leaf, with its overflow run, and

@@ -116,6 +116,12 @@ impl<S: PageStore> TreeMut<'_, S> {
         if self.db.root == P_INVALID {
             return Ok(());
         }
+        if self.db.depth == 1 {
+            // A root leaf is both edges: made writable without a descent. (A root that is
+            // not a leaf is only copied; the next change, which parses it, refuses it.)
+            self.db.root = self.store.touch(self.db.root)?;
+            return Ok(());
+        }
         let mut path = Path::default();
         descend_edge(&*self.store, self.db, &mut path, 0, self.db.root, last)?;
         self.touch_path(&mut path)

@@ -17,7 +17,7 @@ use super::{view, Path, MAX_DEPTH};
 /// (`leaf_level`: whether a leaf was needed), or for an empty branch page.
 #[cold]
 #[inline(never)]
-fn misplaced(page: &PageView<'_>, leaf_level: bool) -> Error {
+pub(super) fn misplaced(page: &PageView<'_>, leaf_level: bool) -> Error {
     if !leaf_level && page.is_branch() && page.num_keys() == 0 {
         Error::corrupted(page.pgno(), "empty branch page")
     } else {
