@@ -157,7 +157,7 @@ impl Position {
     /// moves nothing; `None` for anything else (another parent, a page of the wrong type,
     /// an empty or unreadable leaf), which [`Position::next`] handles, errors included.
     /// [`Position::enter_next_leaf`] then moves there.
-    #[inline]
+    #[inline(always)]
     pub fn next_leaf_on_parent<'s, S: PageSource + ?Sized>(
         &self,
         src: &'s S,
