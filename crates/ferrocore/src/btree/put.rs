@@ -118,7 +118,8 @@ impl<S: PageStore> TreeMut<'_, S> {
         }
         if self.db.depth == 1 {
             // A root leaf is both edges: made writable without a descent. (A root that is
-            // not a leaf is only copied; the next change, which parses it, refuses it.)
+            // not a leaf, under a damaged depth, is copied as it is, already checked well
+            // formed by `touch`; every change to it or read of it parses it and refuses it.)
             self.db.root = self.store.touch(self.db.root)?;
             return Ok(());
         }

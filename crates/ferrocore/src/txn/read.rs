@@ -386,7 +386,8 @@ impl<'env> ReadTxn<'env> {
                 Ok(())
             }
             Err(e) => {
-                // `take_snapshot` released the slot's snapshot: nothing may point into it.
+                // The snapshot the txn held is released or replaced (`take_snapshot` ends
+                // what it published before failing): nothing may point into it.
                 self.forget_snapshot();
                 Err(e)
             }
