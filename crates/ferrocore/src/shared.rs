@@ -115,20 +115,15 @@ impl EnvInner {
         let Some(kept) = &self.kept_slots else {
             return self.lock.acquire_slot();
         };
-        if let Some(slot) = kept.take() {
-            self.lock.note_slot_thread(slot);
-            return Ok(slot);
-        }
-        match self.lock.acquire_slot() {
-            Err(Error::ReadersFull) => match kept.take_any() {
-                Some(slot) => {
-                    self.lock.note_slot_thread(slot);
-                    Ok(slot)
-                }
-                None => Err(Error::ReadersFull),
+        let slot = match kept.take() {
+            Some(slot) => slot,
+            None => match self.lock.acquire_slot() {
+                Err(Error::ReadersFull) => kept.take_any().ok_or(Error::ReadersFull)?,
+                claimed => return claimed,
             },
-            claimed => claimed,
-        }
+        };
+        self.lock.note_slot_thread(slot);
+        Ok(slot)
     }
 
     /// Gives back reader slot `slot` of a read txn that ended (its snapshot is released

@@ -20,6 +20,24 @@ use crate::order::cmp_lexicographic;
 /// commit through the C ABI spent ~300 instructions more.)
 pub(super) const MERGE_ROOM: usize = 1000;
 
+/// How many of leaf `page`'s first items have the keys `keys`, in order (plain nodes, or
+/// `Incompatible`), and whether one of those holds its value on overflow pages.
+#[inline(always)]
+fn leading_matches<K: AsRef<[u8]>>(page: &PageView<'_>, keys: &[K]) -> Result<(usize, bool)> {
+    let mut count = 0;
+    let mut overflow = false;
+    while count < keys.len().min(page.num_keys()) {
+        let node = page.node(count)?;
+        if node.key != keys[count].as_ref() {
+            break;
+        }
+        check_node_kind(node.flags, 0)?;
+        overflow |= node.flags & node_flags::BIGDATA != 0;
+        count += 1;
+    }
+    Ok((count, overflow))
+}
+
 /// Buffers of [`TreeMut::move_node`] and [`TreeMut::merge`], kept by the thread: a
 /// rebalance moves a node or merges two pages at most every few deletes (the free DB's
 /// records at every commit), without allocating.
@@ -94,17 +112,7 @@ impl<S: PageStore> TreeMut<'_, S> {
             cmp_lexicographic,
         )?;
         let items = page.num_keys();
-        let mut count = 0;
-        let mut overflow = false;
-        while count < keys.len().min(items) {
-            let node = page.node(count)?;
-            if node.key != keys[count].as_ref() {
-                break;
-            }
-            check_node_kind(node.flags, 0)?;
-            overflow |= node.flags & node_flags::BIGDATA != 0;
-            count += 1;
-        }
+        let (count, overflow) = leading_matches(&page, keys)?;
         if count == 0 {
             return Ok(0);
         }
@@ -140,6 +148,7 @@ impl<S: PageStore> TreeMut<'_, S> {
     /// leaf the commit has made writable): no descent, one look-up of the leaf's copy.
     /// `None`, changing nothing, if the deletes would empty the leaf or free overflow
     /// pages: the general path does those.
+    #[inline]
     fn delete_leading_in_root<K: AsRef<[u8]>>(&mut self, keys: &[K]) -> Result<Option<usize>> {
         let root = self.db.root;
         let buf = self.store.dirty_mut(root);
@@ -148,20 +157,8 @@ impl<S: PageStore> TreeMut<'_, S> {
             if !page.is_leaf() {
                 return Err(super::search::misplaced(&page, true));
             }
-            let items = page.num_keys();
-            let mut count = 0;
-            while count < keys.len().min(items) {
-                let node = page.node(count)?;
-                if node.key != keys[count].as_ref() {
-                    break;
-                }
-                check_node_kind(node.flags, 0)?;
-                if node.flags & node_flags::BIGDATA != 0 {
-                    return Ok(None);
-                }
-                count += 1;
-            }
-            if count == items {
+            let (count, overflow) = leading_matches(&page, keys)?;
+            if overflow || count == page.num_keys() {
                 return Ok(None);
             }
             count

@@ -14,6 +14,15 @@ const ENTRIES: usize = 16;
 #[repr(align(64))]
 struct Entry(AtomicUsize);
 
+impl Entry {
+    /// The slot in the entry, taken out.
+    #[inline]
+    fn take(&self) -> Option<usize> {
+        let slot = self.0.swap(EMPTY, Ordering::AcqRel);
+        (slot != EMPTY).then_some(slot)
+    }
+}
+
 /// Reader slots that read txns left claimed when they ended, holding no snapshot, for
 /// the environment's next read txns to take without the reader table's lock (which every
 /// claim of a free slot takes). LMDB keeps a thread's slot likewise between its read txns
@@ -41,16 +50,12 @@ impl KeptSlots {
     /// The slot kept in this thread's entry, taken out: the caller now holds it.
     #[inline]
     pub fn take(&self) -> Option<usize> {
-        let slot = self.entries[home()].0.swap(EMPTY, Ordering::AcqRel);
-        (slot != EMPTY).then_some(slot)
+        self.entries[home()].take()
     }
 
     /// Any kept slot, taken out (the table is full, and one may sit in another entry).
     pub fn take_any(&self) -> Option<usize> {
-        self.entries.iter().find_map(|e| {
-            let slot = e.0.swap(EMPTY, Ordering::AcqRel);
-            (slot != EMPTY).then_some(slot)
-        })
+        self.entries.iter().find_map(Entry::take)
     }
 
     /// Keeps slot `slot` (claimed by this process, its snapshot ended) in this thread's
@@ -66,10 +71,7 @@ impl KeptSlots {
 
     /// Takes out every kept slot, for the caller to give back (the environment closes).
     pub fn drain(&self) -> impl Iterator<Item = usize> + '_ {
-        self.entries.iter().filter_map(|e| {
-            let slot = e.0.swap(EMPTY, Ordering::AcqRel);
-            (slot != EMPTY).then_some(slot)
-        })
+        self.entries.iter().filter_map(Entry::take)
     }
 }
 

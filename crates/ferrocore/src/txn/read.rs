@@ -379,10 +379,7 @@ impl<'env> ReadTxn<'env> {
     pub fn renew_in_place(&mut self) -> Result<()> {
         match take_snapshot(self.env, &self.slot) {
             Ok(meta) => {
-                self.meta = meta;
-                self.pages = SnapshotPages::new(&self.env.map, self.env.page_size, meta.last_pgno);
-                self.named.get_mut().clear();
-                self.last_named.set(None);
+                self.use_snapshot(meta);
                 Ok(())
             }
             Err(e) => {
@@ -398,15 +395,24 @@ impl<'env> ReadTxn<'env> {
     /// (whose pages are no longer pinned): the state between a reset in place and the
     /// renewal.
     fn forget_snapshot(&mut self) {
-        let meta = &mut self.meta;
-        meta.main_db = DbRecord::empty(meta.main_db.flags);
-        meta.free_db = DbRecord {
-            pad: meta.free_db.pad,
-            ..DbRecord::empty(meta.free_db.flags)
-        };
-        meta.last_pgno = 1;
-        meta.txnid = 0;
-        self.pages = SnapshotPages::new(&self.env.map, self.env.page_size, 1);
+        let held = self.meta;
+        self.use_snapshot(Meta {
+            main_db: DbRecord::empty(held.main_db.flags),
+            free_db: DbRecord {
+                pad: held.free_db.pad,
+                ..DbRecord::empty(held.free_db.flags)
+            },
+            last_pgno: 1,
+            txnid: 0,
+            ..held
+        });
+    }
+
+    /// Reads snapshot `meta` from now on: its pages, and none of the named-DB records
+    /// looked up in the one before.
+    fn use_snapshot(&mut self, meta: Meta) {
+        self.meta = meta;
+        self.pages = SnapshotPages::new(&self.env.map, self.env.page_size, meta.last_pgno);
         self.named.get_mut().clear();
         self.last_named.set(None);
     }
