@@ -492,9 +492,10 @@ impl<'a> PageView<'a> {
         1000 * (usable - self.free_space()) / usable
     }
 
-    /// Offset of node `i`, checked to lie in the node area with room for its header.
+    /// Offset of node `i`, checked to lie in the node area, and its header (`lo`, `hi`,
+    /// `flags`, `ksize`), checked to fit the page: one bounds check for the four fields.
     #[inline(always)]
-    fn node_offset(&self, i: usize) -> Result<usize> {
+    fn node_header(&self, i: usize) -> Result<(usize, [u8; NODE_HEADER_SIZE])> {
         if i >= self.num_keys {
             return Err(corrupt(self.pgno, "node index past the slot array"));
         }
@@ -503,10 +504,12 @@ impl<'a> PageView<'a> {
             return Err(corrupt(self.pgno, "node index past the slot array"));
         };
         let off = u16::from_le_bytes([o0, o1]) as usize;
-        if off < self.upper || off + NODE_HEADER_SIZE > self.bytes.len() {
-            return Err(corrupt(self.pgno, "node offset outside the node area"));
+        match self.bytes.get(off..off + NODE_HEADER_SIZE) {
+            Some(&[l0, l1, h0, h1, f0, f1, k0, k1]) if off >= self.upper => {
+                Ok((off, [l0, l1, h0, h1, f0, f1, k0, k1]))
+            }
+            _ => Err(corrupt(self.pgno, "node offset outside the node area")),
         }
-        Ok(off)
     }
 
     /// Node `i`, with every offset checked against the page.
@@ -528,11 +531,7 @@ impl<'a> PageView<'a> {
             });
         }
         let b = self.bytes;
-        let off = self.node_offset(i)?;
-        // One bounds check for the whole header (node_offset checked it fits).
-        let Some(&[l0, l1, h0, h1, f0, f1, k0, k1]) = b.get(off..off + NODE_HEADER_SIZE) else {
-            return Err(corrupt(self.pgno, "node offset outside the node area"));
-        };
+        let (off, [l0, l1, h0, h1, f0, f1, k0, k1]) = self.node_header(i)?;
         let lo = u16::from_le_bytes([l0, l1]) as u64;
         let hi = u16::from_le_bytes([h0, h1]) as u64;
         let fl = u16::from_le_bytes([f0, f1]);
@@ -577,8 +576,8 @@ impl<'a> PageView<'a> {
             let start = PAGE_HEADER_SIZE + i * self.fixed;
             return Ok(&self.bytes[start..start + self.fixed]);
         }
-        let off = self.node_offset(i)?;
-        let ksize = read_u16(self.bytes, off + 6) as usize;
+        let (off, [.., k0, k1]) = self.node_header(i)?;
+        let ksize = u16::from_le_bytes([k0, k1]) as usize;
         match self
             .bytes
             .get(off + NODE_HEADER_SIZE..off + NODE_HEADER_SIZE + ksize)
@@ -592,11 +591,9 @@ impl<'a> PageView<'a> {
     #[inline(always)]
     pub fn child(&self, i: usize) -> Result<u64> {
         debug_assert!(self.is_branch());
-        let off = self.node_offset(i)?;
-        let b = self.bytes;
-        Ok(read_u16(b, off) as u64
-            | (read_u16(b, off + 2) as u64) << 16
-            | (read_u16(b, off + 4) as u64) << 32)
+        // `lo`, `hi` and `flags` hold the child's number, low half first.
+        let (_, [l0, l1, h0, h1, f0, f1, ..]) = self.node_header(i)?;
+        Ok(u64::from_le_bytes([l0, l1, h0, h1, f0, f1, 0, 0]))
     }
 
     /// The bytes of node `i` as stored (header, key, data; not padded), bounds-checked.
@@ -613,15 +610,15 @@ impl<'a> PageView<'a> {
     #[inline(always)]
     pub fn node_extent(&self, i: usize) -> Result<(usize, usize)> {
         debug_assert!(self.fixed == 0, "LEAF2 pages have no nodes");
-        let off = self.node_offset(i)?;
+        let (off, [l0, l1, h0, h1, f0, f1, k0, k1]) = self.node_header(i)?;
         let b = self.bytes;
-        let ksize = read_u16(b, off + 6) as usize;
+        let ksize = u16::from_le_bytes([k0, k1]) as usize;
         let stored = if self.is_branch() {
             0
-        } else if read_u16(b, off + 4) & node_flags::BIGDATA != 0 {
+        } else if u16::from_le_bytes([f0, f1]) & node_flags::BIGDATA != 0 {
             8
         } else {
-            read_u16(b, off) as usize | (read_u16(b, off + 2) as usize) << 16
+            u32::from_le_bytes([l0, l1, h0, h1]) as usize
         };
         let len = NODE_HEADER_SIZE + ksize + stored;
         if off + len > b.len() {

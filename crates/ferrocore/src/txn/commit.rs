@@ -79,6 +79,7 @@ pub(crate) enum FileShrink {
 
 impl WriteTxn<'_> {
     /// Commits: every change becomes durable (unless `NO_SYNC`) and visible atomically.
+    #[inline]
     pub fn commit(mut self) -> Result<()> {
         self.commit_here()
     }
