@@ -462,6 +462,12 @@ pub fn save(
         max_consumed < txnid,
         "a consumed record is older than the txn"
     );
+    if save_own_record_in_leaf(pages, free_db, txnid)? {
+        if watch_tail {
+            pages.note_tail_saved(txnid, false);
+        }
+        return Ok(());
+    }
     SCRATCH.with_borrow_mut(|scratch| {
         let r = settle(pages, free_db, txnid, max_consumed, scratch);
         if r.is_ok() && watch_tail {
@@ -473,6 +479,84 @@ pub fn save(
         scratch.trim();
         r
     })
+}
+
+/// The most pages the txn's own record holds for [`save_own_record_in_leaf`] (a one-put
+/// commit frees four or five).
+const SMALL_RECORD: usize = 32;
+
+/// The save of a small commit's free pages without the rounds of [`settle`], when its
+/// first round would be final: the txn used every page it took from the free list (the
+/// pool is empty), so its own record (the pages it freed, at most [`SMALL_RECORD`]) is the
+/// only one to write; and the free DB is one leaf, already copied for writing, that takes
+/// it at its end in place, which allocates and frees no page. The record is the one that
+/// round writes, byte for byte: its exact length, no slack. Returns false, having written
+/// nothing (the lists may be sorted), if the case is another.
+fn save_own_record_in_leaf(
+    pages: &mut DirtyPages<'_>,
+    free_db: &mut DbRecord,
+    txnid: u64,
+) -> Result<bool> {
+    let root = free_db.root;
+    if free_db.depth != 1 || !pages.is_dirty(root) {
+        return Ok(false);
+    }
+    let free = pages.free_lists_mut();
+    let count = free.loose.len() + free.freed.len();
+    let len = 8 * (count + 1);
+    if !free.pool.is_empty()
+        || count == 0
+        || count > SMALL_RECORD
+        || len > max_inline_record(pages.page_size())
+    {
+        return Ok(false);
+    }
+    let free = pages.free_lists_mut();
+    free.loose.sort_unstable_by(|a, b| b.cmp(a));
+    free.freed.sort_unstable_by(|a, b| b.cmp(a));
+    // LMDB's IDL: the count, then the pages in descending order (the two lists merged).
+    let mut value = [0u8; 8 * (SMALL_RECORD + 1)];
+    value[..8].copy_from_slice(&(count as u64).to_le_bytes());
+    let (mut loose, mut freed) = (&free.loose[..], &free.freed[..]);
+    for slot in value[8..len].chunks_exact_mut(8) {
+        let page = match (loose.split_first(), freed.split_first()) {
+            (Some((&a, rest)), Some((&b, _))) if a > b => {
+                loose = rest;
+                a
+            }
+            (_, Some((&b, rest))) => {
+                freed = rest;
+                b
+            }
+            (Some((&a, rest)), None) => {
+                loose = rest;
+                a
+            }
+            (None, None) => unreachable!("count is the two lists' length"),
+        };
+        slot.copy_from_slice(&page.to_le_bytes());
+    }
+    debug_assert!(
+        value[8..len]
+            .chunks_exact(8)
+            .zip(value[16..len].chunks_exact(8))
+            .all(|(a, b)| u64::from_le_bytes(a.try_into().unwrap())
+                > u64::from_le_bytes(b.try_into().unwrap())),
+        "a page is free twice"
+    );
+    let edits = pages.free_list_edits();
+    let appended = TreeMut {
+        store: &mut *pages,
+        db: &mut *free_db,
+        cmp: KeyCmp::Integer,
+    }
+    .append_to_leaf(root, &txnid.to_le_bytes(), &value[..len])?;
+    debug_assert_eq!(
+        pages.free_list_edits(),
+        edits,
+        "an append in place moved the free lists"
+    );
+    Ok(appended)
 }
 
 /// The buffers the saving rounds build records in, kept from commit to commit.
