@@ -483,7 +483,7 @@ pub fn save(
 
 /// The most pages the txn's own record holds for [`save_own_record_in_leaf`] (a one-put
 /// commit frees four or five).
-const SMALL_RECORD: usize = 32;
+const SMALL_RECORD: usize = 16;
 
 /// The save of a small commit's free pages without the rounds of [`settle`], when its
 /// first round would be final: the txn used every page it took from the free list (the
@@ -518,23 +518,31 @@ fn save_own_record_in_leaf(
     let mut value = [0u8; 8 * (SMALL_RECORD + 1)];
     value[..8].copy_from_slice(&(count as u64).to_le_bytes());
     let (mut loose, mut freed) = (&free.loose[..], &free.freed[..]);
-    for slot in value[8..len].chunks_exact_mut(8) {
-        let page = match (loose.split_first(), freed.split_first()) {
-            (Some((&a, rest)), Some((&b, _))) if a > b => {
-                loose = rest;
-                a
-            }
-            (_, Some((&b, rest))) => {
-                freed = rest;
-                b
-            }
-            (Some((&a, rest)), None) => {
-                loose = rest;
-                a
-            }
-            (None, None) => unreachable!("count is the two lists' length"),
-        };
-        slot.copy_from_slice(&page.to_le_bytes());
+    let slots = value[8..len].chunks_exact_mut(8);
+    if loose.is_empty() {
+        // The usual case: no page was allocated and freed again.
+        for (slot, page) in slots.zip(freed) {
+            slot.copy_from_slice(&page.to_le_bytes());
+        }
+    } else {
+        for slot in slots {
+            let page = match (loose.split_first(), freed.split_first()) {
+                (Some((&a, rest)), Some((&b, _))) if a > b => {
+                    loose = rest;
+                    a
+                }
+                (_, Some((&b, rest))) => {
+                    freed = rest;
+                    b
+                }
+                (Some((&a, rest)), None) => {
+                    loose = rest;
+                    a
+                }
+                (None, None) => unreachable!("count is the two lists' length"),
+            };
+            slot.copy_from_slice(&page.to_le_bytes());
+        }
     }
     debug_assert!(
         value[8..len]
