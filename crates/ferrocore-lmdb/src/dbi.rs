@@ -16,7 +16,7 @@ use ferrocore::{db_flags, put_flags, Database, Error};
 
 use crate::errors::{dbi_rc, put_rc, Rc, ToRc};
 use crate::handles::{
-    access, env_of, env_ref, guard, guard_void, settle_cursors, write_access, Access, CallEnv,
+    access, env_of, env_ref, guard, guard_inlined, guard_void, settle_cursors, write_access, Access, CallEnv,
     MDB_env, MDB_txn,
 };
 use crate::types::codes::*;
@@ -277,7 +277,7 @@ pub unsafe extern "C" fn mdb_get(
 ) -> c_int {
     // SAFETY: the caller's contract; its environment outlives it (LMDB's contract).
     let call_env = unsafe { env_of(txn) };
-    guard(call_env, || {
+    guard_inlined(call_env, || {
         // SAFETY: the caller's contract: `key` is null or valid.
         let k = unsafe { val_slice(key) }.ok_or(libc::EINVAL)?;
         if data.is_null() {

@@ -12,7 +12,7 @@ use std::os::raw::{c_int, c_uint};
 use ferrocore::env_flags;
 
 use crate::handles::{
-    begin_nested, begin_txn, end_txn, env_of, env_ref, guard, guard_void, CallEnv, MDB_env, MDB_txn,
+    begin_nested, begin_txn, end_txn, env_of, env_ref, guard, guard_inlined, guard_void, CallEnv, MDB_env, MDB_txn,
 };
 use crate::types::codes::*;
 use crate::types::*;
@@ -122,11 +122,12 @@ pub unsafe extern "C" fn mdb_txn_abort(txn: *mut MDB_txn) {
 pub unsafe extern "C" fn mdb_txn_reset(txn: *mut MDB_txn) {
     // SAFETY: the caller's contract; its environment outlives it (LMDB's contract).
     let call_env = unsafe { env_of(txn) };
-    guard_void(call_env, || {
+    let _ = guard_inlined(call_env, || {
         // SAFETY: the caller's contract.
         if let Some(t) = unsafe { txn.as_mut() } {
             t.reset();
         }
+        Ok(())
     });
 }
 
@@ -138,7 +139,7 @@ pub unsafe extern "C" fn mdb_txn_reset(txn: *mut MDB_txn) {
 pub unsafe extern "C" fn mdb_txn_renew(txn: *mut MDB_txn) -> c_int {
     // SAFETY: the caller's contract; its environment outlives it (LMDB's contract).
     let call_env = unsafe { env_of(txn) };
-    guard(call_env, || {
+    guard_inlined(call_env, || {
         // SAFETY: the caller's contract.
         let t = unsafe { txn.as_mut() }.ok_or(libc::EINVAL)?;
         t.renew()
