@@ -16,8 +16,8 @@ use ferrocore::{db_flags, put_flags, Database, Error};
 
 use crate::errors::{dbi_rc, put_rc, Rc, ToRc};
 use crate::handles::{
-    access, env_of, env_ref, guard, guard_inlined, guard_void, settle_cursors, write_access, Access, CallEnv,
-    MDB_env, MDB_txn,
+    access, env_of, env_ref, guard, guard_inlined, guard_void, settle_cursors, write_access,
+    Access, CallEnv, MDB_env, MDB_txn,
 };
 use crate::types::codes::*;
 use crate::types::*;

@@ -12,7 +12,8 @@ use std::os::raw::{c_int, c_uint};
 use ferrocore::env_flags;
 
 use crate::handles::{
-    begin_nested, begin_txn, end_txn, env_of, env_ref, guard, guard_inlined, guard_void, CallEnv, MDB_env, MDB_txn,
+    begin_nested, begin_txn, end_txn, env_of, env_ref, guard, guard_inlined, guard_void, CallEnv,
+    MDB_env, MDB_txn,
 };
 use crate::types::codes::*;
 use crate::types::*;
