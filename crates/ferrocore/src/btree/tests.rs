@@ -253,6 +253,78 @@ fn delete_leading_takes_the_first_keys_in_order() {
     assert_eq!(db.root, P_INVALID, "every key deleted");
 }
 
+/// Away from the tree's first leaf, LMDB's rule: an underfull leaf whose sibling can lend
+/// it nodes borrows them, even when the two would fit one page (a merge there frees a page
+/// amid the txn's new ones, and a delete of many keys at random then writes its pages in
+/// many short runs).
+#[test]
+fn an_underfull_leaf_past_the_first_borrows_from_its_sibling() {
+    let page_size = 4096;
+    let usable = page_size - crate::format::page::PAGE_HEADER_SIZE;
+    let mut src = MemoryPages::new(page_size);
+    let mut db = DbRecord::empty(0);
+    let cmp = KeyCmp::Integer;
+    let key = |i: u64| i.to_le_bytes();
+    let value = [7u8; 100];
+    let node = 8 + 8 + value.len() + 2;
+    let mut model = BTreeMap::new();
+    for i in 0..(3 * usable / node) as u64 {
+        TreeMut {
+            store: &mut src,
+            db: &mut db,
+            cmp,
+        }
+        .put(&key(i), &value, PutMode::default())
+        .unwrap();
+        model.insert(key(i).to_vec(), value.to_vec());
+    }
+    assert!(db.depth == 2 && db.leaf_pages >= 3, "three leaves or more");
+    // The leaf at `idx` under the root: its fill (per mille, as the rebalance computes
+    // it) and first key.
+    let leaf = |src: &MemoryPages, db: &DbRecord, idx: usize| {
+        let root = PageView::parse(src.page(db.root).unwrap(), db.root).unwrap();
+        let pgno = root.child(idx).unwrap();
+        let page = PageView::parse(src.page(pgno).unwrap(), pgno).unwrap();
+        let first = u64::from_le_bytes(page.key(0).unwrap().try_into().unwrap());
+        (page.fill_permille(), first)
+    };
+    let mut delete = |src: &mut MemoryPages, db: &mut DbRecord, k: u64| {
+        assert!(TreeMut {
+            store: &mut *src,
+            db: &mut *db,
+            cmp,
+        }
+        .delete(&key(k))
+        .unwrap());
+        model.remove(&key(k).to_vec());
+        src.end_txn();
+    };
+    // The first leaf down to at most 60%, still above a quarter: no rebalance yet.
+    while leaf(&src, &db, 0).0 > 600 {
+        let first = leaf(&src, &db, 0).1;
+        delete(&mut src, &mut db, first);
+    }
+    let (first_fill, _) = leaf(&src, &db, 0);
+    assert!(first_fill >= 300, "{first_fill}");
+    // The second leaf emptied from its front until a delete leaves it under a quarter:
+    // the first leaf (the sibling, at most 60%) could merge with it, and lends instead.
+    let leaves = db.leaf_pages;
+    let (mut fill, _) = leaf(&src, &db, 1);
+    while fill >= 250 {
+        let (_, first) = leaf(&src, &db, 1);
+        // Under a quarter after this delete: the rebalance runs (the fill computed as the
+        // rebalance does, from the bytes left).
+        let root = PageView::parse(src.page(db.root).unwrap(), db.root).unwrap();
+        let pgno = root.child(1).unwrap();
+        let page = PageView::parse(src.page(pgno).unwrap(), pgno).unwrap();
+        fill = 1000 * (usable - page.free_space() - node) / usable;
+        delete(&mut src, &mut db, first);
+    }
+    assert_eq!(db.leaf_pages, leaves, "no merge: the sibling lent nodes");
+    assert!(leaf(&src, &db, 1).0 >= 250, "the second leaf refilled");
+    assert_matches(&src, &db, cmp, &model);
+}
+
 /// A queue deleted at its front, as the free DB's oldest records are: a delete that leaves
 /// the first leaf underfull merges it with its sibling when the two fit one page together
 /// (the tree a single leaf again), even though the sibling could lend it nodes; otherwise
