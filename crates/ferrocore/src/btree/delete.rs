@@ -6,7 +6,7 @@ use crate::format::page::{
 };
 use crate::store::PageStore;
 
-use super::nodes::Nodes;
+use super::nodes::{with_node_scratch, Nodes};
 use super::put::{check_node_kind, TreeMut};
 use super::search::{descend, search, Descend};
 use super::{debug_assert_ordered, view, Path, FILL_THRESHOLD};
@@ -38,29 +38,6 @@ fn leading_matches<K: AsRef<[u8]>>(page: &PageView<'_>, keys: &[K]) -> Result<(u
     Ok((count, overflow))
 }
 
-/// Buffers of [`TreeMut::move_node`] and [`TreeMut::merge`], kept by the thread: a
-/// rebalance moves a node or merges two pages at most every few deletes (the free DB's
-/// records at every commit), without allocating.
-#[derive(Default)]
-struct MoveScratch {
-    moved: Nodes,
-    nodes: Nodes,
-    key: Vec<u8>,
-}
-
-thread_local! {
-    static MOVE_SCRATCH: std::cell::RefCell<MoveScratch> = std::cell::RefCell::default();
-}
-
-/// Runs `f` with the thread's [`MoveScratch`], or with new buffers if a move or merge
-/// further up the stack holds them.
-fn with_move_scratch<R>(f: impl FnOnce(&mut MoveScratch) -> R) -> R {
-    MOVE_SCRATCH.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut scratch) => f(&mut scratch),
-        Err(_) => f(&mut MoveScratch::default()),
-    })
-}
-
 impl<S: PageStore> TreeMut<'_, S> {
     /// Deletes `key`. Returns false if it was not present.
     pub fn delete(&mut self, key: &[u8]) -> Result<bool> {
@@ -90,6 +67,7 @@ impl<S: PageStore> TreeMut<'_, S> {
     /// many it deleted (0, changing nothing, if the first key is not `keys[0]`). No key is
     /// compared on the way down: for the free DB, whose records a txn consumes oldest
     /// first.
+    #[inline]
     pub fn delete_leading<K: AsRef<[u8]>>(&mut self, keys: &[K]) -> Result<usize> {
         if self.db.root == P_INVALID || keys.is_empty() {
             return Ok(0);
@@ -290,9 +268,7 @@ impl<S: PageStore> TreeMut<'_, S> {
     /// Merges page `right` (child `ridx` of `parent`) into its left neighbour `left`.
     /// Returns false, changing nothing, if the two do not fit one page.
     fn merge(&mut self, parent: u64, left: u64, right: u64, ridx: usize) -> Result<bool> {
-        with_move_scratch(|MoveScratch { nodes, key, .. }| {
-            self.merge_with(parent, left, right, ridx, nodes, key)
-        })
+        with_node_scratch(|(_, nodes, key)| self.merge_with(parent, left, right, ridx, nodes, key))
     }
 
     /// [`TreeMut::merge`] with buffers for the two pages' nodes and the separator.
@@ -345,7 +321,7 @@ impl<S: PageStore> TreeMut<'_, S> {
         sib: u64,
         sib_right: bool,
     ) -> Result<()> {
-        with_move_scratch(|MoveScratch { moved, nodes, key }| {
+        with_node_scratch(|(moved, nodes, key)| {
             self.move_node_with(path, level, sib, sib_right, moved, nodes, key)
         })
     }

@@ -4,9 +4,24 @@ use crate::error::{Error, Result};
 use crate::format::page::{edit, even, read_u16, NodeValue, PageView, NODE_HEADER_SIZE};
 
 thread_local! {
-    /// A split's scratch: the new node, the page's nodes, and the separator key.
-    pub(super) static SPLIT_SCRATCH: std::cell::RefCell<(Nodes, Nodes, Vec<u8>)> =
+    /// The thread's buffers for rebuilding pages, see [`with_node_scratch`].
+    static NODE_SCRATCH: std::cell::RefCell<NodeScratch> =
         std::cell::RefCell::new((Nodes::with_room(), Nodes::with_room(), Vec::new()));
+}
+
+/// Buffers for rebuilding pages: a split's new node, a move's node or nothing (a merge);
+/// the page's nodes; a separator key.
+pub(super) type NodeScratch = (Nodes, Nodes, Vec<u8>);
+
+/// Runs `f` with the thread's [`NodeScratch`], kept from call to call: splits, and the
+/// moves and merges of a delete's rebalance, allocate nothing once a thread's first one
+/// has sized them (and a thread's deletes find them sized by its puts' splits). A split,
+/// move or merge further up the stack holds them: `f` then gets new ones.
+pub(super) fn with_node_scratch<R>(f: impl FnOnce(&mut NodeScratch) -> R) -> R {
+    NODE_SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut scratch) => f(&mut scratch),
+        Err(_) => f(&mut NodeScratch::default()),
+    })
 }
 
 /// Nodes copied out of pages in their stored form (header, key, data), packed in one

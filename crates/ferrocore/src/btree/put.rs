@@ -12,7 +12,7 @@ use crate::format::page::{OverflowView, PageView};
 use crate::order::{cmp_lexicographic, KeyCmp};
 use crate::store::PageStore;
 
-use super::nodes::{choose_split, Nodes, SPLIT_SCRATCH};
+use super::nodes::{choose_split, with_node_scratch, Nodes};
 use super::search::{descend, descend_edge, search_leaf, Descend};
 use super::{debug_assert_ordered, view, Path, MAX_DEPTH};
 
@@ -112,6 +112,7 @@ impl<S: PageStore> TreeMut<'_, S> {
     /// (copy-on-write), so that a later put of a key past the last one or before the first
     /// allocates nothing unless it splits. No key is compared; nothing to do in an empty
     /// tree.
+    #[inline]
     pub fn touch_edge(&mut self, last: bool) -> Result<()> {
         if self.db.root == P_INVALID {
             return Ok(());
@@ -491,13 +492,11 @@ impl<S: PageStore> TreeMut<'_, S> {
     ) -> Result<()> {
         // The node lists a split copies pages through, reused from split to split (a
         // split allocated a few buffers each time; write txns split often).
-        let mut scratch = SPLIT_SCRATCH.with(std::cell::RefCell::take);
-        let (pending, nodes, separator) = &mut scratch;
-        let r = self.split_insert_with(
-            path, level, idx, key, value, append, pending, nodes, separator,
-        );
-        SPLIT_SCRATCH.with(|s| s.replace(scratch));
-        r
+        with_node_scratch(|(pending, nodes, separator)| {
+            self.split_insert_with(
+                path, level, idx, key, value, append, pending, nodes, separator,
+            )
+        })
     }
 
     /// [`TreeMut::split_insert`] with its scratch lists.
