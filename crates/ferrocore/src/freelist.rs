@@ -586,16 +586,19 @@ struct SaveScratch {
 }
 
 impl Default for SaveScratch {
-    /// Room for a page's worth of record and a few hundred pages to sort, so that the
-    /// first commits of a thread do not grow them step by step.
+    /// Room for a record of as many pages as the store's lists have from the start
+    /// (`PRESIZED_ENTRIES`, LMDB's allocation at open in spirit), and a few hundred pages
+    /// to sort, so that a thread's first commits, or the first large one, do not grow them
+    /// step by step: the txn's own record's list waits among the spares.
     fn default() -> Self {
+        let pages = crate::store::PRESIZED_ENTRIES;
         SaveScratch {
             written: Vec::new(),
             planned: Vec::new(),
             lens: Vec::new(),
-            value: Vec::with_capacity(4096),
+            value: Vec::with_capacity(8 * (pages + 1)),
             sort_scratch: Vec::with_capacity(512),
-            spare: Vec::new(),
+            spare: vec![Vec::with_capacity(pages)],
         }
     }
 }

@@ -86,19 +86,20 @@ pub struct TxnBuffers {
 /// most of it never touched until a txn is that large. The dirty-page table's index starts
 /// with room for [`PRESIZED_DIRTY`] pages; it grows with the txns (and shrinks after one
 /// far larger than the next: `DirtyTable::drain_each`).
-const PRESIZED_ENTRIES: usize = 4096;
+pub(crate) const PRESIZED_ENTRIES: usize = 4096;
 
 /// Pages the dirty-page table's index has room for from the environment's open (see
 /// [`PRESIZED_ENTRIES`]): 2,048 slots, 32 KiB.
 const PRESIZED_DIRTY: usize = 1024;
 
 impl TxnBuffers {
-    /// Buffers with room for [`PRESIZED_ENTRIES`] pages each, the dirty-page map for
-    /// [`PRESIZED_DIRTY`] (the page buffers themselves are allocated as txns need them).
+    /// Buffers with room for [`PRESIZED_ENTRIES`] pages each (the dirty-page table's list
+    /// too), the dirty-page table's index for [`PRESIZED_DIRTY`] (the page buffers
+    /// themselves are allocated as txns need them).
     pub fn presized() -> Self {
         let n = PRESIZED_ENTRIES;
         TxnBuffers {
-            dirty: DirtyTable::with_capacity(PRESIZED_DIRTY),
+            dirty: DirtyTable::with_capacity(PRESIZED_DIRTY, n),
             spare: Vec::with_capacity(n),
             spare_runs: Vec::new(),
             free: FreePages {

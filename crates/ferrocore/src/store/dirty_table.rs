@@ -61,15 +61,17 @@ pub(super) struct DirtyTable {
 
 impl Default for DirtyTable {
     fn default() -> Self {
-        DirtyTable::with_capacity(0)
+        DirtyTable::with_capacity(0, 0)
     }
 }
 
 impl DirtyTable {
-    /// An empty table with room for `pages` entries before its index grows.
-    pub(super) fn with_capacity(pages: usize) -> Self {
+    /// An empty table with room for `pages` entries before its index grows, and for
+    /// `listed` (at least `pages`) in its list of entries. The index is walked by every
+    /// look-up, so it starts small (see `drain_each`); the list only by the commit.
+    pub(super) fn with_capacity(pages: usize, listed: usize) -> Self {
         let mut table = DirtyTable {
-            entries: Vec::with_capacity(pages),
+            entries: Vec::with_capacity(listed.max(pages)),
             slots: Vec::new(),
             shift: 0,
             ascending: true,
@@ -319,7 +321,7 @@ mod tests {
     #[test]
     fn the_table_matches_a_map() {
         let mut next = numbers(3);
-        let mut table = DirtyTable::with_capacity(4);
+        let mut table = DirtyTable::with_capacity(4, 4);
         for round in 0..80 {
             let mut model = BTreeMap::new();
             let size = [3, 16, 40, 200, 1000, 40_000][round % 6];
@@ -384,7 +386,7 @@ mod tests {
     /// A txn that dirties pages in ascending order keeps them in order for the write-out.
     #[test]
     fn ascending_inserts_stay_in_order() {
-        let mut table = DirtyTable::with_capacity(8);
+        let mut table = DirtyTable::with_capacity(8, 8);
         for pgno in (100..400).step_by(3) {
             assert!(table.insert(pgno, PageBuf::Mapped(1)).is_none());
         }

@@ -29,6 +29,7 @@ mod snapshot;
 mod tail;
 
 pub use checked::CheckedPages;
+pub(crate) use dirty::PRESIZED_ENTRIES;
 pub use dirty::{recycle_order, DirtyPages, FreePages, TxnBuffers};
 pub use mapped::{mapped_file_len, MappedWrites};
 pub use reclaim::Reclaim;
