@@ -296,7 +296,7 @@ fn an_underfull_leaf_past_the_first_borrows_from_its_sibling() {
         }
         .delete(&key(k))
         .unwrap());
-        model.remove(&key(k).to_vec());
+        model.remove(key(k).as_slice());
         src.end_txn();
     };
     // The first leaf down to at most 60%, still above a quarter: no rebalance yet.
