@@ -462,7 +462,8 @@ pub fn save(
         max_consumed < txnid,
         "a consumed record is older than the txn"
     );
-    if save_own_record_in_leaf(pages, free_db, txnid)? {
+    if own_record_shortcut::allowed() && save_own_record_in_leaf(pages, free_db, txnid)? {
+        own_record_shortcut::taken();
         if watch_tail {
             pages.note_tail_saved(txnid, false);
         }
@@ -479,6 +480,47 @@ pub fn save(
         scratch.trim();
         r
     })
+}
+
+/// Whether [`save`] may take [`save_own_record_in_leaf`]: always, but in the unit test
+/// that runs the same commits with and without it and compares the files.
+#[cfg(not(test))]
+mod own_record_shortcut {
+    #[inline(always)]
+    pub(super) fn allowed() -> bool {
+        true
+    }
+
+    #[inline(always)]
+    pub(super) fn taken() {}
+}
+
+#[cfg(test)]
+mod own_record_shortcut {
+    use std::cell::Cell;
+
+    thread_local! {
+        /// Whether the shortcut may be taken, and how many times it was.
+        static STATE: Cell<(bool, u64)> = const { Cell::new((true, 0)) };
+    }
+
+    pub(super) fn allowed() -> bool {
+        STATE.get().0
+    }
+
+    pub(super) fn taken() {
+        STATE.set((true, STATE.get().1 + 1));
+    }
+
+    /// Allows the shortcut or not on this thread, and resets its count.
+    pub(super) fn set(allowed: bool) {
+        STATE.set((allowed, 0));
+    }
+
+    /// Times the shortcut was taken on this thread since [`set`].
+    pub(super) fn count() -> u64 {
+        STATE.get().1
+    }
 }
 
 /// The most pages the txn's own record holds for [`save_own_record_in_leaf`] (a one-put
@@ -793,6 +835,90 @@ fn exact_len(planned: &[PlannedRecord], key: u64) -> usize {
 mod tests {
     use super::*;
     use crate::format::page::{node_max, NODE_HEADER_SIZE};
+
+    /// The small commit's own record, appended to the free DB's leaf without the saving
+    /// rounds, is the record the rounds' first would write, byte for byte: the same commits
+    /// (a load, one-put commits, commits that delete, a commit of many deletes) on two
+    /// environments, one with the shortcut and one without, leave the same file, the
+    /// shortcut taken in many of the one-put commits. Both with a map that grows (the file
+    /// gives its free end back, as through the Rust API by default) and with a fixed map
+    /// size (it does not, as LMDB's and the C ABI's).
+    #[test]
+    fn the_own_record_shortcut_writes_what_the_rounds_write() {
+        for fixed_map in [false, true] {
+            own_record_shortcut_matches_the_rounds(fixed_map);
+        }
+    }
+
+    fn own_record_shortcut_matches_the_rounds(fixed_map: bool) {
+        use crate::{env_flags, Database, EnvOptions};
+        let run = |shortcut: bool| -> (Vec<u8>, u64) {
+            own_record_shortcut::set(shortcut);
+            let mut opts = EnvOptions::new();
+            opts.flags(env_flags::NO_SYNC);
+            if fixed_map {
+                opts.map_size(64 << 20);
+            }
+            let (dir, env) = crate::env::temp_env(&opts);
+            let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+            let mut next = move || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            let mut keys = Vec::new();
+            for _ in 0..10 {
+                let mut txn = env.begin_write().unwrap();
+                for _ in 0..200 {
+                    let key = next().to_be_bytes();
+                    txn.put(Database::MAIN, &key, &[7; 100], 0).unwrap();
+                    keys.push(key);
+                }
+                txn.commit().unwrap();
+            }
+            for i in 0..3_000u64 {
+                let mut txn = env.begin_write().unwrap();
+                let key = next().to_be_bytes();
+                txn.put(Database::MAIN, &key, &[i as u8; 60], 0).unwrap();
+                keys.push(key);
+                if i % 7 == 0 {
+                    let gone = keys.swap_remove((next() % keys.len() as u64) as usize);
+                    txn.delete(Database::MAIN, &gone).unwrap();
+                }
+                txn.commit().unwrap();
+            }
+            let mut txn = env.begin_write().unwrap();
+            for key in keys.drain(..1_000) {
+                txn.delete(Database::MAIN, &key).unwrap();
+            }
+            txn.commit().unwrap();
+            for _ in 0..500 {
+                let mut txn = env.begin_write().unwrap();
+                txn.put(Database::MAIN, &next().to_be_bytes(), &[1; 30], 0)
+                    .unwrap();
+                txn.commit().unwrap();
+            }
+            env.check().unwrap();
+            drop(env);
+            let taken = own_record_shortcut::count();
+            own_record_shortcut::set(true);
+            (std::fs::read(dir.path().join("data.mdb")).unwrap(), taken)
+        };
+        let (with, taken) = run(true);
+        let (without, not_taken) = run(false);
+        assert_eq!(not_taken, 0, "the shortcut was off");
+        assert!(
+            taken >= 500,
+            "fixed map {fixed_map}: the shortcut taken in {taken} commits of 3,511"
+        );
+        assert_eq!(
+            with.len(),
+            without.len(),
+            "fixed map {fixed_map}: the files' lengths"
+        );
+        assert!(with == without, "fixed map {fixed_map}: the files differ");
+    }
 
     /// A record's first length: never shorter than it needs, whole page numbers, in its
     /// leaf whenever its exact length fits there, else filling its overflow run.
