@@ -238,6 +238,9 @@ impl WriteTxn<'_> {
     /// its txnid (called after the meta is durable, before the txn becomes visible).
     pub(super) fn publish_records(&self) {
         let env = self.env;
+        if !self.main_dropped && self.deleted_named.is_empty() && self.named.has_no_slots() {
+            return; // The main DB's txns (most): no named-DB record to publish.
+        }
         if self.main_dropped {
             // Every named DB vanished with the main DB: stop trusting the cache.
             env.orders_generation.fetch_add(1, Ordering::AcqRel);

@@ -86,6 +86,13 @@ impl<V> DbiMap<V> {
         self.direct.capacity() > 0 || self.other.capacity() > 0
     }
 
+    /// True if the map has no slot at all (a txn that used no named DB). A map with
+    /// slots may still hold no entry (`remove` leaves its slot empty).
+    #[inline]
+    pub(super) fn has_no_slots(&self) -> bool {
+        self.direct.is_empty() && self.other.is_empty()
+    }
+
     /// Removes every entry, keeping the room.
     pub(super) fn clear(&mut self) {
         self.direct.clear();
