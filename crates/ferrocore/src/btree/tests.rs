@@ -253,20 +253,32 @@ fn delete_leading_takes_the_first_keys_in_order() {
     assert_eq!(db.root, P_INVALID, "every key deleted");
 }
 
+/// The rebalance tests' tree, empty, on 4 KiB pages, for integer keys and 100-byte values:
+/// its pages, its record, the bytes of a page past its header, the value, and the bytes
+/// one item takes in a leaf (an 8-byte node header, the 8-byte key, the value and a 2-byte
+/// slot).
+fn rebalance_tree() -> (MemoryPages, DbRecord, usize, [u8; 100], usize) {
+    let page_size = 4096;
+    let usable = page_size - crate::format::page::PAGE_HEADER_SIZE;
+    let value = [7; 100];
+    let node = 8 + 8 + value.len() + 2;
+    (
+        MemoryPages::new(page_size),
+        DbRecord::empty(0),
+        usable,
+        value,
+        node,
+    )
+}
+
 /// Away from the tree's first leaf, LMDB's rule: an underfull leaf whose sibling can lend
 /// it nodes borrows them, even when the two would fit one page (a merge there frees a page
 /// amid the txn's new ones, and a delete of many keys at random then writes its pages in
 /// many short runs).
 #[test]
 fn an_underfull_leaf_past_the_first_borrows_from_its_sibling() {
-    let page_size = 4096;
-    let usable = page_size - crate::format::page::PAGE_HEADER_SIZE;
-    let mut src = MemoryPages::new(page_size);
-    let mut db = DbRecord::empty(0);
-    let cmp = KeyCmp::Integer;
-    let key = |i: u64| i.to_le_bytes();
-    let value = [7u8; 100];
-    let node = 8 + 8 + value.len() + 2;
+    let (mut src, mut db, usable, value, node) = rebalance_tree();
+    let (cmp, key) = (KeyCmp::Integer, |i: u64| i.to_le_bytes());
     let mut model = BTreeMap::new();
     for i in 0..(3 * usable / node) as u64 {
         TreeMut {
@@ -331,15 +343,8 @@ fn an_underfull_leaf_past_the_first_borrows_from_its_sibling() {
 /// nodes move and the first leaf is a quarter full again.
 #[test]
 fn an_underfull_leaf_merges_with_a_sibling_it_fits_with() {
-    let page_size = 4096;
-    let usable = page_size - crate::format::page::PAGE_HEADER_SIZE;
-    let mut src = MemoryPages::new(page_size);
-    let mut db = DbRecord::empty(0);
-    let cmp = KeyCmp::Integer;
-    let key = |i: u64| i.to_le_bytes();
-    let value = [7u8; 100];
-    // An 8-byte node header, the 8-byte key, the value and a 2-byte slot.
-    let node = 8 + 8 + value.len() + 2;
+    let (mut src, mut db, usable, value, node) = rebalance_tree();
+    let (cmp, key) = (KeyCmp::Integer, |i: u64| i.to_le_bytes());
     let used = |src: &MemoryPages, pgno: u64| {
         let page = PageView::parse(src.page(pgno).unwrap(), pgno).unwrap();
         usable - page.free_space()
