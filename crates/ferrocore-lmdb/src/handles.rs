@@ -7,9 +7,10 @@
 //!
 //! Lifetimes, as LMDB's: `mdb_env_close` frees the environment; a txn ends at
 //! `mdb_txn_commit`/`mdb_txn_abort` (with the cursors of a write txn); a cursor at
-//! `mdb_cursor_close`. Ended txn and cursor handles are never freed but kept in the pool,
-//! so a use after the end meets a handle marked ended (`MDB_BAD_TXN`, `EINVAL`) where LMDB
-//! would read freed memory, until the handle is reused by a new txn or cursor.
+//! `mdb_cursor_close`. Ended txn and cursor handles are never freed but kept in the pool
+//! (the last top-level write txn's by its environment, as LMDB's `me_txn0`, for the next
+//! write txn), so a use after the end meets a handle marked ended (`MDB_BAD_TXN`, `EINVAL`)
+//! where LMDB would read freed memory, until the handle is reused by a new txn or cursor.
 //!
 //! Invariants the `unsafe` code here relies on:
 //! - a txn or cursor handle, once made by [`Pool::take`], is never freed;
@@ -26,7 +27,7 @@ use std::ffi::CString;
 use std::marker::PhantomData;
 use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::thread::LocalKey;
 
@@ -245,8 +246,27 @@ pub struct MDB_env {
     /// Txns begun and not yet ended: `mdb_env_close` with txns alive leaks the environment
     /// rather than free memory they point into. Only txn begin and end change it.
     live_txns: LiveTxns,
-    /// The last write txn's heap place, empty, for the next one (see [`WriteBox`]).
-    spare_write: Mutex<Option<WriteBox>>,
+    /// The handle of the last write txn, ended, for the next one to begin in (null if
+    /// none): LMDB's `me_txn0`. It keeps the txn's emptied heap place
+    /// ([`MDB_txn::spare_write`]), so a write txn begins and ends without the handle pool
+    /// and without a lock. Taken and put back with a swap; a handle it displaces goes to the
+    /// pool. Recycled into the pool when the environment is freed (handles are never freed).
+    write_handle: AtomicPtr<MDB_txn>,
+}
+
+impl Drop for MDB_env {
+    fn drop(&mut self) {
+        let t = *self.write_handle.get_mut();
+        if !t.is_null() {
+            // SAFETY: the cached handle is an ended handle from `TXNS.take` that nothing
+            // else holds (taken out of the cache, it would be null); `&mut self` means no
+            // call on the environment runs, so no begin can take it meanwhile.
+            unsafe {
+                (*t).spare_write = None;
+                TXNS.recycle(t);
+            }
+        }
+    }
 }
 
 impl MDB_env {
@@ -262,7 +282,7 @@ impl MDB_env {
             userctx: std::ptr::null_mut(),
             assert_func: None,
             live_txns: LiveTxns::default(),
-            spare_write: Mutex::new(None),
+            write_handle: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
 
@@ -396,12 +416,16 @@ pub struct MDB_txn {
     id: usize,
     /// The part of its environment's `live_txns` the txn is counted in.
     live_part: u8,
+    /// The heap place of a write txn begun in this handle, emptied, kept while the handle
+    /// is not a write txn's for the next write txn begun in it (see [`WriteBox`]).
+    spare_write: Option<WriteBox>,
 }
 
 /// A write txn on the heap (it is much larger than the other states of a txn handle).
-/// The environment keeps the box of the last write txn, emptied, and the next one moves
-/// in: beginning a write txn allocates nothing (a new box each time put the C ABI's
-/// commit above LMDB's count of allocations).
+/// The handle keeps the box, emptied, when its write txn ends ([`MDB_txn::spare_write`]),
+/// and the environment keeps the handle ([`MDB_env::write_handle`]): the next write txn
+/// moves into the same box, and beginning one allocates nothing (a new box each time put
+/// the C ABI's commit above LMDB's count of allocations).
 type WriteBox = Box<Option<WriteTxn<'static>>>;
 
 /// What a txn handle holds.
@@ -450,6 +474,7 @@ impl MDB_txn {
             inherited: 0,
             id: 0,
             live_part: 0,
+            spare_write: None,
         }
     }
 
@@ -672,25 +697,83 @@ pub(crate) unsafe fn begin_txn(env: *mut MDB_env, read_only: bool) -> Rc<*mut MD
             }
         }
     }
-    // SAFETY: the caller's contract: `env` is live (only a shared reference is made).
-    let spare = unsafe { &*env }
-        .spare_write
-        .lock()
-        .ok()
-        .and_then(|mut s| s.take());
-    let mut place = spare.unwrap_or_default();
+    // The environment's write handle if it has one (the usual case), else one from the
+    // pool; its box is the last write txn's.
+    // SAFETY: the caller's contract: `env` is live.
+    let t = unsafe { write_handle(env) };
+    // SAFETY: `t` is this call's alone (taken out of the cache or the pool), `Ended`.
+    let mut place = unsafe { (*t).spare_write.take() }.unwrap_or_default();
     // Into its boxed place from the call's result (not through a converted result: the
     // txn is some 900 bytes, and each conversion copied it).
     let id = match open.begin_write() {
         Ok(w) => place.insert(w).id() as usize,
-        Err(e) => return Err(e.lmdb_code()),
+        Err(e) => {
+            // SAFETY: as above; given back unused, still `Ended`, counted in `live_txns`.
+            unsafe {
+                (*t).spare_write = Some(place);
+                give_back_write_handle(env, t);
+            }
+            return Err(e.lmdb_code());
+        }
     };
-    // SAFETY: the caller's contract: `env` is live.
-    let t = unsafe { top_level_handle(env, id) };
-    // SAFETY: `t` was just set up for this call, which owns it. The state is written in
-    // the handle directly (a `TxnState` moved in, a read txn's size, was a 500-byte copy).
-    unsafe { (*t).state = TxnState::Write(Some(place)) };
+    // SAFETY: `t` is this call's alone. The state is written in the handle directly (a
+    // `TxnState` moved in, a read txn's size, was a 500-byte copy).
+    unsafe {
+        (*t).id = id;
+        (*t).state = TxnState::Write(Some(place));
+    }
     Ok(t)
+}
+
+/// The handle for a write txn of `env` about to begin, counted in `live_txns`, `Ended`:
+/// the environment's cached one ([`MDB_env::write_handle`]), set up in place, or one from
+/// [`top_level_handle`].
+///
+/// # Safety
+/// `env` is a live handle.
+unsafe fn write_handle(env: *mut MDB_env) -> *mut MDB_txn {
+    // SAFETY: the caller's contract: `env` is live (only a shared reference is made).
+    let e = unsafe { &*env };
+    let cached = e.write_handle.swap(std::ptr::null_mut(), Ordering::Acquire);
+    if cached.is_null() {
+        // SAFETY: the caller's contract.
+        return unsafe { top_level_handle(env, 0) };
+    }
+    let live_part = e.live_txns.enter();
+    // SAFETY: the cache holds only ended handles from `TXNS.take` (state `Ended`, cursor
+    // list empty) that nothing else holds; the swap made this call its only owner.
+    unsafe {
+        (*cached).restart(env, 0);
+        (*cached).live_part = live_part;
+    }
+    cached
+}
+
+/// Puts the ended handle of a top-level write txn of `env` in the environment's cache and
+/// uncounts it from `live_txns`; a handle the cache held goes to the pool.
+///
+/// # Safety
+/// `env` is live; `t` is a handle of `env` from `TXNS.take`, `Ended`, counted in
+/// `live_txns`, that nothing else uses from here on.
+unsafe fn give_back_write_handle(env: *mut MDB_env, t: *mut MDB_txn) {
+    // SAFETY: the caller's contract: `env` is live (only a shared reference is made).
+    let e = unsafe { &*env };
+    // Read before the handle is published: once in the cache, another thread's begin may
+    // take it and set it up.
+    // SAFETY: the caller's contract: `t` is the caller's alone until the swap.
+    let part = unsafe { (*t).live_part };
+    let displaced = e.write_handle.swap(t, Ordering::AcqRel);
+    if !displaced.is_null() {
+        // SAFETY: the cache held it alone (an ended handle from `TXNS.take`); the swap
+        // took it out, so this call is its only owner. Its box goes: handles in the pool
+        // keep none.
+        unsafe {
+            (*displaced).spare_write = None;
+            TXNS.recycle(displaced);
+        }
+    }
+    // Last: once uncounted, the environment may be closed and freed.
+    e.live_txns.leave(part);
 }
 
 /// The handle of a top-level txn of `env` just begun (txn id `id`), counted in
@@ -791,6 +874,7 @@ pub(crate) unsafe fn end_txn(txn: *mut MDB_txn, commit: bool) -> Rc {
     let t = unsafe { &mut *txn };
     t.child = std::ptr::null_mut();
     let commit = commit && rc.is_ok();
+    let top_level_write = matches!(t.state, TxnState::Write(_));
     let state = match &mut t.state {
         // The box alone taken out: replacing the state moves all of its bytes (a read
         // txn's, some 500), where a write txn's state is a pointer.
@@ -831,9 +915,7 @@ pub(crate) unsafe fn end_txn(txn: *mut MDB_txn, commit: bool) -> Rc {
                 // Dropped: aborted.
                 *place = None;
             }
-            if let Ok(mut spare) = t.env().spare_write.lock() {
-                *spare = Some(place);
-            }
+            t.spare_write = Some(place);
         }
         TxnState::Nested(level) => {
             let level = level.expect("a nested txn ends once");
@@ -871,9 +953,18 @@ pub(crate) unsafe fn end_txn(txn: *mut MDB_txn, commit: bool) -> Rc {
             unsafe { (*t.parent).cursors = inherited };
         }
     }
-    t.env().live_txns.leave(t.live_part);
     t.parent = std::ptr::null_mut();
     t.inherited = 0;
+    if top_level_write {
+        // Cached by its environment for the next write txn, with its box.
+        let env = t.env;
+        // SAFETY: `env` is live (it outlives its counted txns); `txn` came from
+        // `TXNS.take`, has just ended (it was not `Ended` above) and is counted; the
+        // reference `t` is not used from here on.
+        unsafe { give_back_write_handle(env, txn) };
+        return rc;
+    }
+    t.env().live_txns.leave(t.live_part);
     // SAFETY: `txn` came from `TXNS.take` and has just ended (it was not `Ended` above).
     unsafe { TXNS.recycle(txn) };
     rc

@@ -97,3 +97,11 @@ fn multiple_put_reports_values_stored_on_every_return() {
 fn compact_copy_has_no_free_pages() {
     passes_on_real_lmdb_and_ferrocore("compact");
 }
+
+/// Write txn handles: one after another (the same handle, LMDB's `me_txn0`), from two
+/// threads at once, with read and nested txns, a write txn refused at its begin (no txn
+/// left counted), a use after the end, and an environment closed and opened again.
+#[test]
+fn write_txn_handles_are_reused_as_lmdb_reuses_them() {
+    passes_on_real_lmdb_and_ferrocore("write_handles");
+}
