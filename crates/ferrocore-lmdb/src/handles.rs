@@ -306,10 +306,13 @@ impl MDB_env {
 }
 
 /// The count of an environment's live txns, in parts on cache lines of their own: a txn
-/// counts itself in the part of the thread that begins it and leaves the same part (its
-/// handle records which) wherever it ends; the environment has live txns while any part
-/// is above 0. One count for all threads cost every read request two atomic updates of a
-/// cache line that the threads making requests all contended for.
+/// counts itself in its handle's part ([`MDB_txn::live_part`], given when the handle is
+/// made, round robin) and leaves the same part wherever it ends; the environment has live
+/// txns while any part is above 0. One count for all threads cost every read request two
+/// atomic updates of a cache line that the threads making requests all contended for.
+/// Threads that begin txns one after another each reuse a handle of their own (the pool's
+/// thread-local one), hence each their own part. (A part per thread, read from a
+/// thread-local, cost a `__tls_get_addr` call a txn in the shared library.)
 #[derive(Default)]
 struct LiveTxns {
     parts: [LivePart; LIVE_PARTS],
@@ -323,21 +326,18 @@ const LIVE_PARTS: usize = 16;
 #[repr(align(64))]
 struct LivePart(AtomicUsize);
 
+/// The part of [`LiveTxns`] for a handle about to be made: handles are numbered as they
+/// are made.
+fn new_live_part() -> u8 {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    (NEXT.fetch_add(1, Ordering::Relaxed) % LIVE_PARTS) as u8
+}
+
 impl LiveTxns {
-    /// Counts a txn begun on this thread; returns the part, for [`LiveTxns::leave`].
+    /// Counts a txn in `part`, its handle's.
     #[inline]
-    fn enter(&self) -> u8 {
-        thread_local! {
-            /// This thread's part: threads are numbered as they first begin a txn.
-            static PART: usize = {
-                static NEXT: AtomicUsize = AtomicUsize::new(0);
-                NEXT.fetch_add(1, Ordering::Relaxed) % LIVE_PARTS
-            };
-        }
-        // A thread past its thread-locals' end (a txn begun in a destructor) uses part 0.
-        let part = PART.try_with(|p| *p).unwrap_or(0);
-        self.parts[part].0.fetch_add(1, Ordering::AcqRel);
-        part as u8
+    fn enter(&self, part: u8) {
+        self.parts[part as usize].0.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Uncounts a txn counted in `part`.
@@ -414,7 +414,8 @@ pub struct MDB_txn {
     inherited: usize,
     /// The txn id, kept for `mdb_txn_id` after a reset.
     id: usize,
-    /// The part of its environment's `live_txns` the txn is counted in.
+    /// The part of its environment's `live_txns` the txn is counted in: the handle's for
+    /// its whole life (see [`LiveTxns`]).
     live_part: u8,
     /// The heap place of a write txn begun in this handle, emptied, kept while the handle
     /// is not a write txn's for the next write txn begun in it (see [`WriteBox`]).
@@ -473,7 +474,7 @@ impl MDB_txn {
             cursors: Vec::new(),
             inherited: 0,
             id: 0,
-            live_part: 0,
+            live_part: new_live_part(),
             spare_write: None,
         }
     }
@@ -739,12 +740,11 @@ unsafe fn write_handle(env: *mut MDB_env) -> *mut MDB_txn {
         // SAFETY: the caller's contract.
         return unsafe { top_level_handle(env, 0) };
     }
-    let live_part = e.live_txns.enter();
     // SAFETY: the cache holds only ended handles from `TXNS.take` (state `Ended`, cursor
     // list empty) that nothing else holds; the swap made this call its only owner.
     unsafe {
         (*cached).restart(env, 0);
-        (*cached).live_part = live_part;
+        e.live_txns.enter((*cached).live_part);
     }
     cached
 }
@@ -783,20 +783,22 @@ unsafe fn give_back_write_handle(env: *mut MDB_env, t: *mut MDB_txn) {
 /// # Safety
 /// `env` is a live handle.
 unsafe fn top_level_handle(env: *mut MDB_env, id: usize) -> *mut MDB_txn {
-    // SAFETY: the caller's contract: `env` is live (only a shared reference is made).
-    let live_part = unsafe { &*env }.live_txns.enter();
-    let Some(t) = TXNS.reuse() else {
-        let mut handle = MDB_txn::new(env, std::ptr::null_mut());
-        handle.id = id;
-        handle.live_part = live_part;
-        return TXNS.take(handle);
+    let t = match TXNS.reuse() {
+        // SAFETY: `reuse`'s guarantee: an ended handle (state `Ended`, its cursor list
+        // empty) that this call owns.
+        Some(t) => unsafe {
+            (*t).restart(env, id);
+            t
+        },
+        None => {
+            let mut handle = MDB_txn::new(env, std::ptr::null_mut());
+            handle.id = id;
+            TXNS.take(handle)
+        }
     };
-    // SAFETY: `reuse`'s guarantee: an ended handle (state `Ended`, its cursor list empty)
-    // that this call owns.
-    unsafe {
-        (*t).restart(env, id);
-        (*t).live_part = live_part;
-    }
+    // SAFETY: the caller's contract: `env` is live (only a shared reference is made); `t`
+    // is this call's alone.
+    unsafe { (*env).live_txns.enter((*t).live_part) };
     t
 }
 
@@ -847,7 +849,7 @@ pub(crate) unsafe fn begin_nested(env: *mut MDB_env, parent: *mut MDB_txn) -> Rc
     p.child = child;
     // SAFETY: the caller's contract: `env` is live (only a shared reference is made);
     // `child` was made above, and nothing else refers to it yet.
-    unsafe { (*child).live_part = (*env).live_txns.enter() };
+    unsafe { (*env).live_txns.enter((*child).live_part) };
     Ok(child)
 }
 
