@@ -99,6 +99,7 @@ int main(int argc, char **argv) {
 	MDB_dbi main_dbi, named;
 	MDB_val k, d;
 	char value[10000];
+	memset(value, 0, sizeof value); /* written whole by the large values: no undefined bytes */
 	OK(mdb_env_create(&env));
 	OK(mdb_env_set_maxdbs(env, 2));
 	OK(mdb_env_set_mapsize(env, 64 << 20));
