@@ -16,7 +16,7 @@ use crate::lock::fork;
 use crate::lock::registry::{self, LockHandle};
 use crate::shared::EnvInner;
 use crate::store::SnapshotPages;
-use crate::txn::{ReadTxn, WriteTxn};
+use crate::txn::{ReadTxn, TxnCarry, WriteTxn};
 
 /// LMDB's default map size when the application sets none (what the meta records first).
 pub const LMDB_DEFAULT_MAP_SIZE: u64 = 1 << 20;
@@ -240,6 +240,8 @@ struct OpenedData {
 /// An open environment.
 pub struct Env {
     pub(crate) inner: EnvInner,
+    /// The plain data of this handle's write txns, kept between them (see [`TxnCarry`]).
+    txn_carry: std::sync::Mutex<TxnCarry>,
 }
 
 fn os_page_size() -> usize {
@@ -584,6 +586,7 @@ impl Env {
                 kept_slots: opts.keep_reader_slots.then(Box::default),
                 lock,
             },
+            txn_carry: Mutex::new(TxnCarry::new(&file.current)),
         }
     }
 
@@ -595,7 +598,7 @@ impl Env {
 
     /// Begins the write transaction, waiting for any other writer (in any process) to end.
     pub fn begin_write(&self) -> Result<WriteTxn<'_>> {
-        WriteTxn::begin(&self.inner)
+        WriteTxn::begin(&self.inner, &self.txn_carry)
     }
 
     /// Statistics of the main DB in the latest snapshot.

@@ -70,9 +70,6 @@ pub struct TxnBuffers {
     /// buffer.
     sorted_pgnos: Vec<u64>,
     sort_scratch: Vec<u64>,
-    /// A byte buffer of the txn's own (a DUPSORT put builds sub-pages in it), kept with
-    /// the store's: the txn takes it at its start and gives it back at its end.
-    pub txn_scratch: Vec<u8>,
     /// The latest commits that put the file's last page in no record (see [`TailRun`]).
     pub(super) tail_run: Option<TailRun>,
     /// How many looks for free-DB records near the end commits made (diagnostics, tests).
@@ -115,7 +112,6 @@ impl TxnBuffers {
             write_order: Vec::with_capacity(n),
             sorted_pgnos: Vec::with_capacity(n),
             sort_scratch: Vec::with_capacity(n),
-            txn_scratch: Vec::new(),
             tail_run: None,
             tail_looks: 0,
         }
@@ -361,12 +357,6 @@ impl<'e> DirtyPages<'e> {
         }
         bufs.consumed = std::mem::take(&mut self.reclaim.consumed);
         bufs.consumed.clear();
-    }
-
-    /// Keeps `scratch` (emptied) for the next txn's [`TxnBuffers::txn_scratch`].
-    pub fn keep_txn_scratch(&mut self, scratch: Vec<u8>) {
-        debug_assert!(scratch.is_empty());
-        self.bufs.txn_scratch = scratch;
     }
 
     /// A buffer of `count` pages, zeroed if new (a spare one holds an old page's bytes).

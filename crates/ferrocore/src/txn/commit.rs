@@ -104,8 +104,8 @@ impl WriteTxn<'_> {
         self.env.check_not_forked()?;
         if self.shrink != FileShrink::Now
             && self.pages.dirty_count() == 0
-            && self.main_db == self.base.main_db
-            && self.named.values().all(|n| !n.dirty)
+            && self.carry.main_db == self.carry.base.main_db
+            && self.carry.named.values().all(|n| !n.dirty)
         {
             self.handles.publish();
             return Ok(()); // Nothing changed: LMDB writes no meta either.
@@ -121,14 +121,15 @@ impl WriteTxn<'_> {
     }
 
     pub(super) fn commit_inner(&mut self) -> Result<()> {
-        let main_cmp = main_orders(self.env, &self.main_db)?.key;
+        let main_cmp = main_orders(self.env, &self.carry.main_db)?.key;
         assert!(
-            one_state_per_name(&self.named),
+            one_state_per_name(&self.carry.named),
             "a named DB has two states in one txn: both records would be written"
         );
         // Named DBs this txn changed: their records go into the main DB (in handle order,
         // a parked state's last; the order changes nothing but the order of the puts).
-        for (_, named) in self.named.iter().filter(|(_, n)| n.dirty) {
+        let carry = &mut *self.carry;
+        for (_, named) in carry.named.iter().filter(|(_, n)| n.dirty) {
             // Under the name it was loaded with (its handle may name another DB by now).
             let mode = PutMode {
                 node_flags: crate::format::page::node_flags::SUBDATA,
@@ -136,7 +137,7 @@ impl WriteTxn<'_> {
             };
             TreeMut {
                 store: &mut self.pages,
-                db: &mut self.main_db,
+                db: &mut carry.main_db,
                 cmp: main_cmp,
             }
             .put(&named.name, &named.record.to_bytes(), mode)?;
@@ -145,7 +146,12 @@ impl WriteTxn<'_> {
         if watch_tail {
             freelist::take_tail_records(&mut self.pages, self.txnid)?;
         }
-        freelist::save(&mut self.pages, &mut self.free_db, self.txnid, watch_tail)?;
+        freelist::save(
+            &mut self.pages,
+            &mut self.carry.free_db,
+            self.txnid,
+            watch_tail,
+        )?;
         let env = self.env;
         let next_pgno = self.pages.next_pgno;
         self.flush_new_metas(next_pgno)?;
@@ -191,10 +197,10 @@ impl WriteTxn<'_> {
         let force_sync = self.shrink == FileShrink::Now;
         flush_data(env, force_sync)?;
         let meta = Meta {
-            address: self.base.address,
+            address: self.carry.base.address,
             map_size: env.map_size_for(next_pgno),
-            free_db: self.free_db,
-            main_db: self.main_db,
+            free_db: self.carry.free_db,
+            main_db: self.carry.main_db,
             last_pgno: next_pgno - 1,
             txnid: self.txnid,
         };
@@ -202,19 +208,19 @@ impl WriteTxn<'_> {
         // txn took its snapshot, so the published id is still the snapshot's.
         assert_eq!(
             meta.txnid,
-            self.base.txnid + 1,
+            self.carry.base.txnid + 1,
             "txn ids go up by one per commit"
         );
         assert_eq!(
             env.lock.txnid_cell().load(Ordering::SeqCst),
-            self.base.txnid,
+            self.carry.base.txnid,
             "another commit was published while this write txn held the writer lock"
         );
         let meta_flushed = write_and_flush_meta(env, &meta, force_sync)?;
         self.pages.note_committed(&meta);
         if meta_flushed {
             // Both metas on disk are durable now (step 3's flush covered the base's).
-            let metas_end = next_pgno.max(self.base.last_pgno + 1);
+            let metas_end = next_pgno.max(self.carry.base.last_pgno + 1);
             match self.shrink {
                 FileShrink::OnCommit => cut_file_end(env, metas_end, false),
                 FileShrink::Now => cut_file_end(env, metas_end, true),
@@ -238,7 +244,10 @@ impl WriteTxn<'_> {
     /// its txnid (called after the meta is durable, before the txn becomes visible).
     pub(super) fn publish_records(&self) {
         let env = self.env;
-        if !self.main_dropped && self.deleted_named.is_empty() && self.named.has_no_slots() {
+        if !self.main_dropped
+            && self.carry.deleted_named.is_empty()
+            && self.carry.named.has_no_slots()
+        {
             return; // The main DB's txns (most): no named-DB record to publish.
         }
         if self.main_dropped {
@@ -250,12 +259,12 @@ impl WriteTxn<'_> {
             dbi.checked_sub(crate::catalog::FIRST_NAMED)
                 .and_then(|i| env.record_cache.get(i as usize))
         };
-        for (dbi, named) in self.named.iter().filter(|(_, n)| n.dirty) {
+        for (dbi, named) in self.carry.named.iter().filter(|(_, n)| n.dirty) {
             if let Some(s) = slot(dbi) {
                 s.put(self.txnid, crate::seqcache::record_words(&named.record));
             }
         }
-        for &(dbi, flags) in &self.deleted_named {
+        for &(dbi, flags) in &self.carry.deleted_named {
             if let Some(s) = slot(dbi) {
                 s.put(
                     self.txnid,
@@ -277,7 +286,7 @@ impl WriteTxn<'_> {
             .env
             .lock
             .oldest_reader()
-            .is_some_and(|r| r < self.base.txnid);
+            .is_some_and(|r| r < self.carry.base.txnid);
         self.shrink = if older_reader {
             FileShrink::TrimOnly
         } else {

@@ -81,11 +81,6 @@ impl<V> DbiMap<V> {
         Some(self.other.swap_remove(i).1)
     }
 
-    /// True if the map holds room for entries (it allocated).
-    pub(super) fn has_room(&self) -> bool {
-        self.direct.capacity() > 0 || self.other.capacity() > 0
-    }
-
     /// True if the map has no slot at all (a txn that used no named DB). A map with
     /// slots may still hold no entry (`remove` leaves its slot empty).
     #[inline]

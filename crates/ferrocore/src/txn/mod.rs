@@ -29,4 +29,5 @@ use handles::*;
 pub use nested::{NestedLevel, NestedTxn};
 use read::*;
 pub use read::{InactiveReadTxn, ReadTxn};
+pub(crate) use write::TxnCarry;
 pub use write::WriteTxn;

@@ -55,14 +55,14 @@ impl<'env> WriteTxn<'env> {
         }
         self.pages.begin_nested();
         Ok(NestedLevel {
-            free_db: self.free_db,
-            main_db: self.main_db,
-            named: self.named.clone(),
-            deleted_named: self.deleted_named.clone(),
+            free_db: self.carry.free_db,
+            main_db: self.carry.main_db,
+            named: self.carry.named.clone(),
+            deleted_named: self.carry.deleted_named.clone(),
             main_dropped: self.main_dropped,
             failed: self.failed,
-            drops: self.drops.len(),
-            opened_handles: self.opened_handles.len(),
+            drops: self.carry.drops.len(),
+            opened_handles: self.carry.opened_handles.len(),
         })
     }
 
@@ -80,20 +80,20 @@ impl<'env> WriteTxn<'env> {
     /// Discards the innermost level's changes.
     pub fn abort_nested_level(&mut self, level: NestedLevel) {
         self.pages.abort_nested();
-        self.free_db = level.free_db;
-        self.main_db = level.main_db;
-        self.named = level.named;
-        self.deleted_named = level.deleted_named;
+        self.carry.free_db = level.free_db;
+        self.carry.main_db = level.main_db;
+        self.carry.named = level.named;
+        self.carry.deleted_named = level.deleted_named;
         self.main_dropped = level.main_dropped;
         self.failed = level.failed;
-        self.drops.truncate(level.drops);
+        self.carry.drops.truncate(level.drops);
         self.close_handles_opened_since(level.opened_handles);
         self.changes = self.changes.wrapping_add(1);
         // The restored states carry the APPEND hints they had when the level began. Those
         // would still hold (the level's pages were restored too), but no hint is kept
         // across a restore, so that none has to be reasoned about.
-        self.main_append_hint = None;
-        for named in self.named.values_mut() {
+        self.carry.main_append_hint = None;
+        for named in self.carry.named.values_mut() {
             named.append_hint = None;
         }
     }
@@ -103,7 +103,7 @@ impl<'env> WriteTxn<'env> {
     /// handle could outlive the record its level created, and name a DB this txn no
     /// longer has.
     fn close_handles_opened_since(&mut self, from: usize) {
-        if self.opened_handles.len() <= from {
+        if self.carry.opened_handles.len() <= from {
             return;
         }
         let Ok(mut catalog) = self.env.catalog.write() else {
@@ -112,7 +112,7 @@ impl<'env> WriteTxn<'env> {
             return;
         };
         let mut closed = false;
-        for dbi in self.opened_handles.drain(from..) {
+        for dbi in self.carry.opened_handles.drain(from..) {
             closed |= catalog.close_opened(dbi, self.handles.lookup_serial());
         }
         drop(catalog);
