@@ -300,6 +300,30 @@ impl OverflowView {
     }
 }
 
+/// The used parts of page `pgno` if it is a branch or leaf page of the file (node slots:
+/// not LEAF2, not a sub-page) whose bytes are known to be well formed (checked whole
+/// before, see `store::CheckedPages`, which also lists pages of other kinds): its
+/// `mp_lower` and `mp_upper`, as [`PageView::bounds`] gives them, without the rest of a
+/// parse. `None` for any other page, or bounds that do not fit: the caller parses it.
+#[inline]
+pub fn known_page_bounds(bytes: &[u8], pgno: u64) -> Option<(usize, usize)> {
+    let header = bytes.get(..PAGE_HEADER_SIZE)?;
+    let shape = read_u16(header, 10)
+        & (page_flags::BRANCH
+            | page_flags::LEAF
+            | page_flags::OVERFLOW
+            | page_flags::META
+            | page_flags::LEAF2
+            | page_flags::DIRTY
+            | page_flags::SUBP);
+    if (shape != page_flags::BRANCH && shape != page_flags::LEAF) || read_u64(header, 0) != pgno {
+        return None;
+    }
+    let lower = read_u16(header, 12) as usize;
+    let upper = read_u16(header, 14) as usize;
+    (PAGE_HEADER_SIZE <= lower && lower <= upper && upper <= bytes.len()).then_some((lower, upper))
+}
+
 impl<'a> PageView<'a> {
     /// Checks the header of a branch or leaf page whose number is `pgno`.
     #[inline]
@@ -753,6 +777,45 @@ mod tests {
         assert!(PageView::parse(&page, 9).is_err());
         write_u16(&mut page, 10, page_flags::LEAF | page_flags::SUBP);
         assert!(PageView::parse(&page, 9).is_err());
+    }
+
+    /// `known_page_bounds` never accepts a header `PageView::parse` refuses, nor a LEAF2
+    /// page or a sub-page, and gives the parse's bounds: for every combination of flags,
+    /// with and without the page's own number, with bounds in and out of order.
+    #[test]
+    fn known_page_bounds_accept_only_what_a_parse_accepts() {
+        let mut accepted = 0;
+        for flags in 0..=0xffu16 {
+            for own_pgno in [true, false] {
+                for (lower, upper) in [
+                    (20, 200),
+                    (16, 256),
+                    (20, 20),
+                    (40, 30),
+                    (14, 100),
+                    (20, 300),
+                ] {
+                    let mut page = vec![0u8; 256];
+                    edit::init(&mut page, 9, page_flags::LEAF);
+                    write_u16(&mut page, 10, flags);
+                    write_u16(&mut page, 12, lower);
+                    write_u16(&mut page, 14, upper);
+                    let pgno = if own_pgno { 9 } else { 10 };
+                    let Some(bounds) = known_page_bounds(&page, pgno) else {
+                        continue;
+                    };
+                    let view = PageView::parse(&page, pgno).unwrap_or_else(|e| {
+                        panic!("flags {flags:#x}, bounds {lower}..{upper}: taken, parse says {e}")
+                    });
+                    assert_eq!(bounds, view.bounds(), "flags {flags:#x}");
+                    assert_eq!(flags & (page_flags::LEAF2 | page_flags::SUBP), 0);
+                    accepted += 1;
+                }
+            }
+        }
+        // Branch and leaf pages, with or without the one flag no check looks at (0x80),
+        // with their own number and bounds in order.
+        assert_eq!(accepted, 2 * 2 * 3);
     }
 
     #[test]
