@@ -601,6 +601,22 @@ impl Env {
         WriteTxn::begin(&self.inner, &self.txn_carry)
     }
 
+    /// [`Env::begin_write`] into `slot`, which must be empty (`InvalidArgument` if not):
+    /// the txn is built where it lies, where one returned and then moved into a slot on the
+    /// heap is copied whole. For a txn kept in a struct or a box, as the C ABI keeps its
+    /// write txn; commit it there with [`WriteTxn::commit_in_place`].
+    pub fn begin_write_in<'e, 's>(
+        &'e self,
+        slot: &'s mut Option<WriteTxn<'e>>,
+    ) -> Result<&'s mut WriteTxn<'e>> {
+        if slot.is_some() {
+            return Err(Error::InvalidArgument(
+                "begin_write_in: the slot holds a txn",
+            ));
+        }
+        WriteTxn::begin_in(&self.inner, &self.txn_carry, slot)
+    }
+
     /// Statistics of the main DB in the latest snapshot.
     pub fn stat(&self) -> Result<Stat> {
         let txn = self.begin_read()?;

@@ -894,6 +894,33 @@ fn info_reports_a_long_lived_reader() {
     assert_eq!((info.oldest_reader_lag, info.pinned_pages), (0, 0));
 }
 
+/// `Env::begin_write_in` begins the write txn in an empty slot (the same txn as
+/// `begin_write`'s: the next id, the latest snapshot, the writer lock held until it ends)
+/// and refuses a slot that holds one, leaving it as it was.
+#[test]
+fn begin_write_in_begins_the_txn_in_an_empty_slot() {
+    let env = TempEnv::new(&env_options());
+    let mut txn = env.begin_write().unwrap();
+    txn.put(Database::MAIN, b"before", b"1", 0).unwrap();
+    let first_id = txn.id();
+    txn.commit().unwrap();
+    let mut slot = None;
+    let txn = env.begin_write_in(&mut slot).unwrap();
+    assert_eq!(txn.id(), first_id + 1);
+    assert_eq!(txn.get(Database::MAIN, b"before").unwrap(), Some(&b"1"[..]));
+    txn.put(Database::MAIN, b"in", b"place", 0).unwrap();
+    assert!(matches!(
+        env.begin_write_in(&mut slot),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(slot.is_some(), "a refused begin leaves the slot's txn");
+    ferrocore::WriteTxn::commit_in_place(&mut slot).unwrap();
+    // The writer lock went with the txn.
+    let txn = env.begin_write().unwrap();
+    assert_eq!(txn.get(Database::MAIN, b"in").unwrap(), Some(&b"place"[..]));
+    assert_eq!(txn.id(), first_id + 2);
+}
+
 /// `WriteTxn::commit_in_place` commits a txn kept in an `Option` where it lies: the slot
 /// is emptied (the writer lock released: another txn begins), the changes are visible and
 /// durable as with `commit`, and an empty slot is `BadTxn`.

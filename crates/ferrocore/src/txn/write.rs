@@ -205,6 +205,29 @@ impl<'env> WriteTxn<'env> {
 
     /// Begins the write txn of `env`, whose plain data is kept in `carry` between txns.
     pub(crate) fn begin(env: &'env EnvInner, carry: &'env Mutex<TxnCarry>) -> Result<Self> {
+        Self::begin_with(env, carry, |txn| txn)
+    }
+
+    /// [`WriteTxn::begin`] into `slot` (empty), built where it lies: a txn returned, then
+    /// moved into a slot on the heap, is copied whole (the C ABI keeps its write txn in a
+    /// box).
+    pub(crate) fn begin_in<'s>(
+        env: &'env EnvInner,
+        carry: &'env Mutex<TxnCarry>,
+        slot: &'s mut Option<Self>,
+    ) -> Result<&'s mut Self> {
+        debug_assert!(slot.is_none(), "a write txn begun into a full slot");
+        Self::begin_with(env, carry, |txn| slot.insert(txn))
+    }
+
+    /// The begin, handing the txn to `place` (inlined into both callers, so that the txn
+    /// is built where `place` puts it).
+    #[inline(always)]
+    fn begin_with<R>(
+        env: &'env EnvInner,
+        carry: &'env Mutex<TxnCarry>,
+        place: impl FnOnce(Self) -> R,
+    ) -> Result<R> {
         if env.flags.load(Ordering::Relaxed) & env_flags::READ_ONLY != 0 {
             return Err(Error::Io(std::io::Error::from_raw_os_error(libc::EACCES)));
         }
@@ -292,7 +315,7 @@ impl<'env> WriteTxn<'env> {
         pages.write_early_to(&*env.data);
         let txnid = base.txnid + 1;
         carry.begin_records();
-        Ok(WriteTxn {
+        Ok(place(WriteTxn {
             env,
             txnid,
             carry,
@@ -303,7 +326,7 @@ impl<'env> WriteTxn<'env> {
             handles: HandleScope::new(env, false),
             shrink,
             new_metas_unflushed,
-        })
+        }))
     }
 
     /// This txn's id (the last committed id + 1).
