@@ -704,8 +704,8 @@ pub(crate) unsafe fn begin_txn(env: *mut MDB_env, read_only: bool) -> Rc<*mut MD
     let t = unsafe { write_handle(env) };
     // SAFETY: `t` is this call's alone (taken out of the cache or the pool), `Ended`.
     let mut place = unsafe { (*t).spare_write.take() }.unwrap_or_default();
-    // Built in its boxed place (a txn returned and then moved in was a copy of its 408
-    // bytes; through a converted result, one more).
+    // Built in its boxed place (a txn returned and then moved in was a copy of it, 408
+    // bytes then; through a converted result, one more).
     let id = match open.begin_write_in(&mut place) {
         Ok(w) => w.id() as usize,
         Err(e) => {

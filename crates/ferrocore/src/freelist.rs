@@ -195,7 +195,7 @@ pub fn take_tail_records(pages: &mut DirtyPages<'_>, txnid: u64) -> Result<()> {
     if !txnid.is_multiple_of(TAIL_LOOKUP_EVERY) {
         return Ok(());
     }
-    let Some((free_db, from, limit)) = pages.reclaim.untaken() else {
+    let Some((free_db, from, limit)) = pages.reclaim().untaken() else {
         return Ok(());
     };
     if pages.tail_run(txnid).is_some_and(|run| run.looked)
@@ -428,11 +428,11 @@ pub fn save(
     // Delete the records taken, still taking more if a delete needs pages (it may copy a
     // sibling to even out a leaf): those are deleted in turn, the oldest left each time.
     let mut deleted = 0;
-    while deleted < pages.reclaim.consumed.len() {
+    while deleted < pages.reclaim().consumed.len() {
         // Up to 8 keys at a time, copied out of the list the deletes may add to.
         let mut keys = [[0u8; 8]; 8];
-        let batch = (pages.reclaim.consumed.len() - deleted).min(keys.len());
-        for (slot, key) in keys.iter_mut().zip(&pages.reclaim.consumed[deleted..]) {
+        let batch = (pages.reclaim().consumed.len() - deleted).min(keys.len());
+        for (slot, key) in keys.iter_mut().zip(&pages.reclaim().consumed[deleted..]) {
             *slot = key.to_le_bytes();
         }
         let mut tree = TreeMut {
@@ -452,12 +452,12 @@ pub fn save(
             n => n,
         };
     }
-    pages.reclaim.exhausted();
+    pages.reclaim_mut().exhausted();
     // Every key below the first record not taken in order is free; a record taken out of
     // order (`take_tail_records`) is deleted, but its key is not reused.
-    let max_consumed = pages.reclaim.free_keys_end().saturating_sub(1);
+    let max_consumed = pages.reclaim().free_keys_end().saturating_sub(1);
     // Emptied, the list goes back for the next txn (`release_buffers`).
-    pages.reclaim.consumed.clear();
+    pages.reclaim_mut().consumed.clear();
     debug_assert!(
         max_consumed < txnid,
         "a consumed record is older than the txn"
@@ -684,7 +684,7 @@ fn settle(
     let page_size = pages.page_size();
     let cap = pool_record_cap(page_size);
     // Records up to the base's are reusable: no reader is older than the base.
-    let no_older_reader = pages.reclaim.limit() >= txnid - 1;
+    let no_older_reader = pages.reclaim().limit() >= txnid - 1;
     let inline_max = max_inline_record(page_size);
     let SaveScratch {
         written,

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::MutexGuard;
 
 use crate::error::{Error, Result};
-use crate::format::meta::Meta;
+use crate::format::meta::{DbRecord, Meta};
 use crate::io::Map;
 
 use super::*;
@@ -62,8 +62,16 @@ pub struct TxnBuffers {
     record_pages: Vec<u64>,
     /// The pool merged with them, swapped in as the pool.
     pool_merged: Vec<u64>,
-    /// The list of consumed free-DB keys (lent to [`Reclaim`] during a txn), emptied.
-    consumed: Vec<u64>,
+    /// Where the txn looks for the next reclaimable free-DB record (set up by each txn's
+    /// [`DirtyPages::new`]; its list of consumed keys keeps its room from txn to txn).
+    pub(super) reclaim: Reclaim,
+    /// One entry per open nested txn, innermost last: what its abort must undo.
+    pub(super) nested: Vec<NestLevel>,
+    /// Pages queued to be written before commit (see `EarlyWrites`), first page of each.
+    pub(super) early_queue: Vec<u64>,
+    /// Pages written before commit (first page of each run, and its length in pages): no
+    /// longer dirty, read back through the map, and the txn's to free.
+    pub(super) early_written: PgnoMap<u32>,
     /// The buffer of [`DirtyPages::sorted_dirty`], empty between commits.
     write_order: WriteOrder<'static>,
     /// The dirty page numbers [`DirtyPages::sorted_dirty`] sorts, and its sort's second
@@ -108,7 +116,10 @@ impl TxnBuffers {
             checked: CheckedPages::with_room_for(64 * n),
             record_pages: Vec::with_capacity(n),
             pool_merged: Vec::with_capacity(n),
-            consumed: Vec::new(),
+            reclaim: Reclaim::default(),
+            nested: Vec::new(),
+            early_queue: Vec::new(),
+            early_written: PgnoMap::default(),
             write_order: Vec::with_capacity(n),
             sorted_pgnos: Vec::with_capacity(n),
             sort_scratch: Vec::with_capacity(n),
@@ -166,10 +177,6 @@ pub struct DirtyPages<'e> {
     pub(super) bufs: MutexGuard<'e, TxnBuffers>,
     /// Set under `WRITE_MAP`: dirty pages live in the map.
     pub(super) mapped: Option<MappedWrites<'e>>,
-    /// Where the next free-DB record to reclaim is looked for.
-    pub reclaim: Reclaim,
-    /// One entry per open nested txn, innermost last: what its abort must undo.
-    pub(super) nested: Vec<NestLevel>,
     /// Pages written before commit (a bulk load's finished pages).
     pub(super) early: EarlyWrites<'e>,
     /// Bumped by every change to the free-page lists (`free`): see
@@ -216,15 +223,17 @@ impl<'e> DirtyPages<'e> {
         last_pgno: u64,
         max_pgno: u64,
         mut bufs: MutexGuard<'e, TxnBuffers>,
-        mut reclaim: Reclaim,
+        (free_db, limit, find): (DbRecord, u64, FindReclaimable),
         mapped: Option<MappedWrites<'e>>,
     ) -> Self {
         assert!(
             mapped.is_none() || map.is_writable(),
             "WRITE_MAP needs a writable map"
         );
-        debug_assert!(reclaim.consumed.is_empty() && bufs.consumed.is_empty());
-        reclaim.consumed = std::mem::take(&mut bufs.consumed);
+        bufs.reclaim.restart(free_db, limit, find);
+        debug_assert!(
+            bufs.nested.is_empty() && bufs.early_queue.is_empty() && bufs.early_written.is_empty()
+        );
         debug_assert!(bufs.dirty.is_empty());
         debug_assert!({
             let free = &bufs.free;
@@ -238,13 +247,23 @@ impl<'e> DirtyPages<'e> {
             max_pgno,
             bufs,
             mapped,
-            reclaim,
-            nested: Vec::new(),
             early: EarlyWrites::default(),
             free_edits: 0,
             mapped_hot: AtomicU64::new(NO_PAGE),
             committed: false,
         }
+    }
+
+    /// Where the txn looks for reclaimable free-DB records, and the keys it took.
+    #[inline]
+    pub fn reclaim(&self) -> &Reclaim {
+        &self.bufs.reclaim
+    }
+
+    /// [`DirtyPages::reclaim`], to change.
+    #[inline]
+    pub fn reclaim_mut(&mut self) -> &mut Reclaim {
+        &mut self.bufs.reclaim
     }
 
     /// The txn's free-page lists.
@@ -355,8 +374,15 @@ impl<'e> DirtyPages<'e> {
         for list in [&mut bufs.sorted_pgnos, &mut bufs.sort_scratch] {
             empty_keeping(list, 1 << 16);
         }
-        bufs.consumed = std::mem::take(&mut self.reclaim.consumed);
-        bufs.consumed.clear();
+        bufs.reclaim.consumed.clear();
+        bufs.nested.clear();
+        bufs.early_queue.clear();
+        // A bulk load's map of pages written early is not kept for the small txns after.
+        if bufs.early_written.capacity() > 1 << 12 {
+            bufs.early_written = PgnoMap::default();
+        } else {
+            bufs.early_written.clear();
+        }
     }
 
     /// A buffer of `count` pages, zeroed if new (a spare one holds an old page's bytes).
@@ -433,15 +459,15 @@ impl<'e> DirtyPages<'e> {
     /// Takes the next free-DB record no reader can see into the pool: false once there is
     /// none (or reclaiming has ended).
     pub(super) fn reclaim_one(&mut self) -> Result<bool> {
-        if !self.reclaim.is_active() {
+        if !self.bufs.reclaim.is_active() {
             return Ok(false);
         }
         let mut pages = std::mem::take(&mut self.bufs.record_pages);
-        let found = self.reclaim.next_record(&*self, &mut pages);
+        let found = self.bufs.reclaim.next_record(&*self, &mut pages);
         let taken = match found {
             Ok(Some(key)) => self.take_record(key, &pages, true).map(|()| true),
             Ok(None) => {
-                self.reclaim.exhausted();
+                self.bufs.reclaim.exhausted();
                 Ok(false)
             }
             Err(e) => Err(e),
@@ -467,9 +493,9 @@ impl<'e> DirtyPages<'e> {
             ));
         }
         if in_order {
-            self.reclaim.consumed(key);
+            self.bufs.reclaim.consumed(key);
         } else {
-            self.reclaim.consumed_out_of_order(key);
+            self.bufs.reclaim.consumed_out_of_order(key);
         }
         self.add_to_pool(pages);
         Ok(())
@@ -527,7 +553,7 @@ impl<'e> DirtyPages<'e> {
         if hot {
             self.mapped_hot.store(pgno, Ordering::Relaxed);
         }
-        if let Some(level) = self.nested.last_mut() {
+        if let Some(level) = self.bufs.nested.last_mut() {
             level.allocated.insert(pgno);
         }
     }
@@ -536,7 +562,7 @@ impl<'e> DirtyPages<'e> {
     /// no copy: the bulk loader builds a page in its own buffer, makes it the page's
     /// content, and builds the next one in the buffer it gets back.
     pub fn swap_page(&mut self, pgno: u64, buf: &mut Box<[u8]>) {
-        if !self.nested.is_empty() {
+        if !self.bufs.nested.is_empty() {
             self.save_for_nested(pgno);
         }
         match self.bufs.dirty.get_mut(pgno) {
@@ -604,7 +630,7 @@ impl PageStore for DirtyPages<'_> {
     fn dirty_mut(&mut self, pgno: u64) -> &mut [u8] {
         if self.mapped_hot.load(Ordering::Relaxed) == pgno {
             debug_assert!(
-                self.nested.is_empty()
+                self.bufs.nested.is_empty()
                     && matches!(self.bufs.dirty.get(pgno), Some(PageBuf::Mapped(l)) if *l == self.page_size),
                 "the hot page {pgno} is not a dirty mapped page"
             );
@@ -616,7 +642,7 @@ impl PageStore for DirtyPages<'_> {
                     .pages_mut(pgno as usize * self.page_size, self.page_size)
             };
         }
-        if !self.nested.is_empty() {
+        if !self.bufs.nested.is_empty() {
             self.save_for_nested(pgno);
         }
         match self.bufs.dirty.get_mut(pgno) {
@@ -685,7 +711,10 @@ impl PageStore for DirtyPages<'_> {
             crate::format::page::edit::set_pgno(&mut buf, new);
             self.hold(new, PageBuf::Heap(buf));
         }
-        if self.early.written.is_empty() && self.nested.is_empty() && pgno < self.snapshot_end {
+        if self.bufs.early_written.is_empty()
+            && self.bufs.nested.is_empty()
+            && pgno < self.snapshot_end
+        {
             // A page of the base snapshot (not dirty, checked above; at least 2, as every
             // page the map gives out past the metas): what `free` does for it, without its
             // look-ups in the dirty map.
@@ -729,7 +758,7 @@ impl PageStore for DirtyPages<'_> {
         if count == 0 || !held {
             return Err(Error::corrupted(pgno, "freeing pages outside the file"));
         }
-        if !self.nested.is_empty() {
+        if !self.bufs.nested.is_empty() {
             self.save_for_nested(pgno);
         }
         if self.mapped_hot.load(Ordering::Relaxed) == pgno {

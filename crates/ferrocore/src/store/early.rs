@@ -23,17 +23,14 @@ use super::*;
 /// Pages queued before the queue is written: 1 MiB of 4 KiB pages.
 const EARLY_BATCH: usize = 256;
 
-/// The early-write state of a write txn's pages.
+/// The early-write state of a write txn's pages that borrows the environment; the queue
+/// of pages to write and the map of pages written are the txn's `TxnBuffers`'
+/// (`early_queue`, `early_written`), as its other plain data.
 #[derive(Default)]
 pub(super) struct EarlyWrites<'e> {
     /// Where pages go; `None` (nothing written early) under `WRITE_MAP`, whose pages are
     /// in the map already, and until [`DirtyPages::write_early_to`].
     pub(super) file: Option<&'e dyn DataFile>,
-    /// Pages queued to be written, first page of each.
-    pub(super) queue: Vec<u64>,
-    /// Pages written (first page of each run, and its length in pages): no longer dirty,
-    /// read back through the map, and this txn's to free.
-    pub(super) written: PgnoMap<u32>,
     /// One past the last page written: reads below it may go to the map.
     pub(super) end: u64,
     /// A new environment's metas, to be flushed before the first page is written.
@@ -84,7 +81,7 @@ impl<'e> DirtyPages<'e> {
         if self.early.file.is_none() {
             return Ok(());
         }
-        if let Some(level) = self.nested.last() {
+        if let Some(level) = self.bufs.nested.last() {
             if !level.allocated.contains(&pgno) {
                 return Ok(());
             }
@@ -93,8 +90,8 @@ impl<'e> DirtyPages<'e> {
             self.bufs.dirty.contains_key(pgno),
             "page {pgno} is not dirty"
         );
-        self.early.queue.push(pgno);
-        if self.early.queue.len() >= EARLY_BATCH {
+        self.bufs.early_queue.push(pgno);
+        if self.bufs.early_queue.len() >= EARLY_BATCH {
             self.flush_early()?;
         }
         Ok(())
@@ -105,7 +102,7 @@ impl<'e> DirtyPages<'e> {
         let Some(file) = self.early.file else {
             return Ok(());
         };
-        let mut queue = std::mem::take(&mut self.early.queue);
+        let mut queue = std::mem::take(&mut self.bufs.early_queue);
         queue.sort_unstable();
         queue.dedup();
         let ps = self.page_size;
@@ -149,13 +146,13 @@ impl<'e> DirtyPages<'e> {
                 if buf.len() == ps {
                     self.bufs.spare.push(buf);
                 }
-                self.early.written.insert(p, count);
+                self.bufs.early_written.insert(p, count);
             }
             self.early.end = self.early.end.max(next);
             i = j;
         }
         queue.clear();
-        self.early.queue = queue;
+        self.bufs.early_queue = queue;
         Ok(())
     }
 
@@ -166,18 +163,18 @@ impl<'e> DirtyPages<'e> {
 
     /// Forgets `pgno` in the queue (it is being freed while queued).
     pub(super) fn unqueue_early(&mut self, pgno: u64) {
-        if !self.early.queue.is_empty() {
-            self.early.queue.retain(|&p| p != pgno);
+        if !self.bufs.early_queue.is_empty() {
+            self.bufs.early_queue.retain(|&p| p != pgno);
         }
     }
 
     /// If `pgno` was written early, forgets it and returns its length in pages: it is free
     /// again (the caller puts it on the loose list).
     pub(super) fn take_written_early(&mut self, pgno: u64) -> Option<u32> {
-        if self.early.written.is_empty() {
+        if self.bufs.early_written.is_empty() {
             return None;
         }
-        self.early.written.remove(&pgno)
+        self.bufs.early_written.remove(&pgno)
     }
 
     /// The end of the pages the map may be read at: the base snapshot's, or past the pages

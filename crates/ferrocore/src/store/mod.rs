@@ -32,7 +32,7 @@ pub use checked::CheckedPages;
 pub(crate) use dirty::PRESIZED_ENTRIES;
 pub use dirty::{recycle_order, DirtyPages, FreePages, TxnBuffers};
 pub use mapped::{mapped_file_len, MappedWrites};
-pub use reclaim::Reclaim;
+pub use reclaim::{FindReclaimable, Reclaim};
 pub use snapshot::SnapshotPages;
 pub use tail::TailRun;
 

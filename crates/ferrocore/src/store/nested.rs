@@ -24,19 +24,20 @@ impl DirtyPages<'_> {
     /// Starts a nested txn: from here on, changes can be undone by [`Self::abort_nested`].
     pub fn begin_nested(&mut self) {
         assert!(self.mapped.is_none(), "no nested txn under WRITE_MAP");
-        self.nested.push(NestLevel {
+        let bufs = &mut *self.bufs;
+        bufs.nested.push(NestLevel {
             saved: PgnoMap::default(),
             allocated: Default::default(),
-            free: self.bufs.free.clone(),
+            free: bufs.free.clone(),
             next_pgno: self.next_pgno,
-            reclaim: self.reclaim.clone(),
-            written_early: (self.early.written.clone(), self.early.end),
+            reclaim: bufs.reclaim.clone(),
+            written_early: (bufs.early_written.clone(), self.early.end),
         });
     }
 
     /// Undoes everything since the matching `begin_nested`.
     pub fn abort_nested(&mut self) {
-        let level = self.nested.pop().expect("a nested txn to abort");
+        let level = self.bufs.nested.pop().expect("a nested txn to abort");
         for pgno in level.allocated {
             if let Some(PageBuf::Heap(buf)) = self.bufs.dirty.remove(pgno) {
                 if buf.len() == self.page_size {
@@ -50,17 +51,17 @@ impl DirtyPages<'_> {
         self.bufs.free = level.free;
         self.free_edits += 1;
         self.next_pgno = level.next_pgno;
-        self.reclaim = level.reclaim;
+        self.bufs.reclaim = level.reclaim;
         // The level's early pages are free again; queued ones may be the level's too (the
         // rest stay dirty and commit writes them).
-        (self.early.written, self.early.end) = level.written_early;
-        self.early.queue.clear();
+        (self.bufs.early_written, self.early.end) = level.written_early;
+        self.bufs.early_queue.clear();
     }
 
     /// Keeps everything since the matching `begin_nested`, as part of the parent.
     pub fn commit_nested(&mut self) {
-        let level = self.nested.pop().expect("a nested txn to commit");
-        if let Some(parent) = self.nested.last_mut() {
+        let level = self.bufs.nested.pop().expect("a nested txn to commit");
+        if let Some(parent) = self.bufs.nested.last_mut() {
             // The parent's own undo keeps the oldest copy of each page.
             for (pgno, buf) in level.saved {
                 if !parent.allocated.contains(&pgno) && !parent.saved.contains_key(&pgno) {
@@ -74,13 +75,14 @@ impl DirtyPages<'_> {
     /// Before a nested txn changes or frees a page its parent had dirty, keep a copy.
     #[inline]
     pub(super) fn save_for_nested(&mut self, pgno: u64) {
-        let Some(level) = self.nested.last_mut() else {
+        let bufs = &mut *self.bufs;
+        let Some(level) = bufs.nested.last_mut() else {
             return;
         };
         if level.allocated.contains(&pgno) || level.saved.contains_key(&pgno) {
             return;
         }
-        if let Some(PageBuf::Heap(buf)) = self.bufs.dirty.get(pgno) {
+        if let Some(PageBuf::Heap(buf)) = bufs.dirty.get(pgno) {
             level.saved.insert(pgno, PageBuf::Heap(buf.clone()));
         }
     }

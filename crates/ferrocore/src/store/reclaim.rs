@@ -35,18 +35,47 @@ pub struct Reclaim {
     pub(super) find: FindReclaimable,
 }
 
-impl Reclaim {
-    /// Reclaiming from `free_db` records with keys `< limit`, found by `find`.
-    pub fn new(free_db: DbRecord, limit: u64, find: FindReclaimable) -> Self {
+/// The `find` of a [`Reclaim`] between txns: finds nothing.
+fn no_record(
+    _: &dyn PageSource,
+    _: &DbRecord,
+    _: u64,
+    _: u64,
+    _: &mut Vec<u64>,
+) -> Result<Option<u64>> {
+    Ok(None)
+}
+
+impl Default for Reclaim {
+    /// Reclaiming nothing (the state between txns; each txn restarts it).
+    fn default() -> Self {
         Reclaim {
-            free_db,
-            limit,
+            free_db: DbRecord::empty(0),
+            limit: 0,
             next_key: 0,
             consumed: Vec::new(),
-            active: true,
+            active: false,
             out_of_order: false,
-            find,
+            find: no_record,
         }
+    }
+}
+
+impl Reclaim {
+    /// Reclaiming from `free_db` records with keys `< limit`, found by `find`, from the
+    /// first record on: a txn's start. The list of consumed keys (empty) keeps its room.
+    pub fn restart(&mut self, free_db: DbRecord, limit: u64, find: FindReclaimable) {
+        debug_assert!(
+            self.consumed.is_empty(),
+            "a txn's end empties the consumed keys"
+        );
+        self.free_db = free_db;
+        self.limit = limit;
+        self.next_key = 0;
+        self.consumed.clear();
+        self.active = true;
+        self.out_of_order = false;
+        self.find = find;
     }
 
     /// True while more records may be found.

@@ -50,7 +50,7 @@ impl DirtyPages<'_> {
     /// as long as the last page is one of them, and ends the snapshot before them. Returns
     /// how many pages went.
     pub fn trim_free_tail(&mut self) -> u64 {
-        assert!(self.nested.is_empty(), "trimming inside a nested txn");
+        assert!(self.bufs.nested.is_empty(), "trimming inside a nested txn");
         let bufs = &mut *self.bufs;
         let FreePages { loose, pool, .. } = &mut bufs.free;
         loose.sort_unstable_by(|a, b| b.cmp(a));
