@@ -35,17 +35,6 @@ pub struct Reclaim {
     pub(super) find: FindReclaimable,
 }
 
-/// The `find` of a [`Reclaim`] between txns: finds nothing.
-fn no_record(
-    _: &dyn PageSource,
-    _: &DbRecord,
-    _: u64,
-    _: u64,
-    _: &mut Vec<u64>,
-) -> Result<Option<u64>> {
-    Ok(None)
-}
-
 impl Default for Reclaim {
     /// Reclaiming nothing (the state between txns; each txn restarts it).
     fn default() -> Self {
@@ -56,7 +45,8 @@ impl Default for Reclaim {
             consumed: Vec::new(),
             active: false,
             out_of_order: false,
-            find: no_record,
+            // Between txns nothing is looked for (not active): a finder of nothing.
+            find: |_, _, _, _, _| Ok(None),
         }
     }
 }
