@@ -29,15 +29,16 @@
 //! [`EnvInner::meta_cache`]: crate::shared::EnvInner::meta_cache
 //! [`PageView::validate_all`]: crate::format::page::PageView::validate_all
 
-use crate::format::meta::Meta;
-
 /// Page numbers whose current bytes were checked whole or written by this handle, valid
-/// while the base snapshot is [`CheckedPages::as_of`].
+/// while the base snapshot is the one [`CheckedPages::describes`].
+///
+/// The set keeps the snapshot's txn id only: the write txn's carry (`TxnCarry::base`)
+/// keeps its meta, which the next txn reuses when both agree on the id.
 #[derive(Default, Debug)]
 pub struct CheckedPages {
-    /// The snapshot the set describes: the one this handle's last write txn began from
-    /// or committed. `None`: nothing is known.
-    as_of: Option<Meta>,
+    /// The txn id of the snapshot the set describes: the one this handle's last write txn
+    /// began from or committed. `None`: nothing is known.
+    as_of: Option<u64>,
     /// One bit per page number.
     bits: Vec<u64>,
 }
@@ -51,30 +52,30 @@ impl CheckedPages {
         }
     }
 
-    /// The snapshot the set describes, if its txn id is `txnid` (the published one: no
-    /// other commit came since this handle's last txn): the next write txn's base.
+    /// True if the set describes snapshot `txnid` (the published one: no other commit
+    /// came since this handle's last txn).
     #[inline]
-    pub fn snapshot(&self, txnid: u64) -> Option<&Meta> {
-        self.as_of.as_ref().filter(|m| m.txnid == txnid)
+    pub fn describes(&self, txnid: u64) -> bool {
+        self.as_of == Some(txnid)
     }
 
-    /// Readies the set for a write txn over `base`: keeps it if `base` is the snapshot it
-    /// describes (the same txn id), forgets everything otherwise (someone else committed).
+    /// Readies the set for a write txn over snapshot `txnid`: keeps it if it describes that
+    /// snapshot, forgets everything otherwise (someone else committed).
     #[inline]
-    pub fn begin(&mut self, base: &Meta) {
-        if self.snapshot(base.txnid).is_none() {
+    pub fn begin(&mut self, txnid: u64) {
+        if !self.describes(txnid) {
             self.bits.clear();
-            self.as_of = Some(*base);
+            self.as_of = Some(txnid);
         }
     }
 
-    /// The commit of `meta` by this handle's write txn: the set now describes it.
-    pub fn committed(&mut self, meta: &Meta) {
+    /// The commit of snapshot `txnid` by this handle's write txn: the set now describes it.
+    pub fn committed(&mut self, txnid: u64) {
         debug_assert!(
-            self.as_of.is_some_and(|m| m.txnid + 1 == meta.txnid),
+            self.as_of.is_some_and(|base| base + 1 == txnid),
             "the set must describe the committed txn's base"
         );
-        self.as_of = Some(*meta);
+        self.as_of = Some(txnid);
     }
 
     /// Forgets everything (a commit failed part way: what is on disk is unknown).
@@ -110,48 +111,31 @@ impl CheckedPages {
 mod tests {
     use super::*;
 
-    fn meta(txnid: u64) -> Meta {
-        let db = crate::format::meta::DbRecord::empty(0);
-        Meta {
-            address: 0,
-            map_size: 1 << 20,
-            free_db: db,
-            main_db: db,
-            last_pgno: 10,
-            txnid,
-        }
-    }
-
     #[test]
     fn kept_only_over_the_snapshot_it_describes() {
         let mut c = CheckedPages::default();
-        c.begin(&meta(5));
+        assert!(!c.describes(5), "nothing is known at first");
+        c.begin(5);
         assert!(!c.contains(3));
         c.insert(3);
         c.insert(700);
         assert!(c.contains(3) && c.contains(700) && !c.contains(4) && !c.contains(701));
-        c.committed(&meta(6));
-        c.begin(&meta(6));
+        c.committed(6);
+        c.begin(6);
         assert!(c.contains(3) && c.contains(700), "kept over its own commit");
-        c.begin(&meta(7));
+        c.begin(7);
         assert!(
             !c.contains(3) && !c.contains(700),
             "someone else committed 7"
         );
         c.insert(3);
         // The next write txn of the same snapshot: known by its txn id.
-        assert_eq!(c.snapshot(7), Some(&meta(7)));
-        assert_eq!(c.snapshot(6), None);
-        assert_eq!(c.snapshot(8), None);
-        c.begin(&meta(7));
+        assert!(c.describes(7) && !c.describes(6) && !c.describes(8));
+        c.begin(7);
         assert!(c.contains(3), "kept over the snapshot it describes");
         c.forget();
-        assert_eq!(
-            c.snapshot(7),
-            None,
-            "nothing is known after a failed commit"
-        );
-        c.begin(&meta(7));
+        assert!(!c.describes(7), "nothing is known after a failed commit");
+        c.begin(7);
         assert!(!c.contains(3));
     }
 }

@@ -333,7 +333,7 @@ impl<'e> DirtyPages<'e> {
     /// drains its dirty pages ([`DirtyPages::release_buffers`]), in the same walk.
     pub fn note_committed(&mut self, meta: &Meta) {
         self.committed = true;
-        self.bufs.checked.committed(meta);
+        self.bufs.checked.committed(meta.txnid);
     }
 
     /// After a failed commit: what the file holds is not known, so nothing is trusted.

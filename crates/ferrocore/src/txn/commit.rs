@@ -237,6 +237,9 @@ impl WriteTxn<'_> {
         env.meta_cache
             .put(self.txnid, crate::seqcache::meta_words(&meta));
         env.lock.txnid_cell().store(self.txnid, Ordering::SeqCst);
+        // The next write txn of this handle begins from this snapshot, kept in the carry
+        // (the checked pages describe it: `note_committed`).
+        self.carry.base = meta;
         Ok(())
     }
 

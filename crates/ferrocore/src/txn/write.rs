@@ -56,7 +56,8 @@ pub struct WriteTxn<'env> {
 /// nested levels, early writes' lists) lives in its `TxnBuffers` too (a copy costs about
 /// 35 instructions a 100 bytes).
 pub(crate) struct TxnCarry {
-    /// The snapshot the txn began from.
+    /// The snapshot the txn began from; between txns, the one the last txn began from or
+    /// committed, which the next begins from if no other commit came since (see `begin`).
     pub(super) base: Meta,
     /// The txn's free DB and main DB.
     pub(super) free_db: DbRecord,
@@ -249,17 +250,16 @@ impl<'env> WriteTxn<'env> {
             // before publishing its txn id: publish the newest meta's, as LMDB does.
             env.recover_from_dead_writer().map_err(unlocking)?;
         }
-        // The base: the snapshot this handle's last txn committed (kept with the set of
-        // checked pages) if its id is still the published one, else the latest meta.
-        // (Copied once: a `Result<Meta>` passed along is a copy of the meta at each step.)
-        // Written into the carry where it stays (locked only by write txns, after the writer
-        // lock: never waited for; see `lock_carry`).
+        // The base: the snapshot this handle's last txn began from or committed, still in
+        // the carry, if its id is still the published one and the checked pages describe
+        // it too (a txn that died part way through its commit leaves them apart); else
+        // the latest meta, read into the carry where it stays (locked only by write txns,
+        // after the writer lock: never waited for; see `lock_carry`).
         let mut carry = lock_carry(carry);
         let published = env.lock.txnid_cell().load(Ordering::Acquire);
-        carry.base = match bufs.checked.snapshot(published) {
-            Some(meta) => *meta,
-            None => env.latest_meta().map_err(unlocking)?,
-        };
+        if !(carry.base.txnid == published && bufs.checked.describes(published)) {
+            carry.base = env.latest_meta().map_err(unlocking)?;
+        }
         let base = &carry.base;
         check_write_map_size(env, base).map_err(unlocking)?;
         env.note_snapshot(base.txnid);
@@ -291,7 +291,7 @@ impl<'env> WriteTxn<'env> {
         } else {
             FileShrink::OnCommit
         };
-        bufs.checked.begin(base);
+        bufs.checked.begin(base.txnid);
         // Under WRITE_MAP the txn's pages are built in the map, within the file.
         let mapped = super::commit::mapped_writes(env).map_err(unlocking)?;
         // Nothing was ever committed: the metas written when the environment was created
