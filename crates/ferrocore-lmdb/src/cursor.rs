@@ -17,8 +17,8 @@ use ferrocore::{put_flags, CursorOp, Database};
 
 use crate::errors::{dbi_rc, put_rc, ToRc};
 use crate::handles::{
-    access, active_read_txn, close_cursor, env_of, guard, guard_void, new_cursor, open_cursor,
-    open_detached, settle_cursors, write_access, MDB_cursor, MDB_txn,
+    access, access_naming_db, active_read_txn, close_cursor, env_of, guard, guard_void, new_cursor,
+    open_cursor, open_detached, settle_cursors, write_access, MDB_cursor, MDB_txn,
 };
 use crate::types::codes::*;
 use crate::types::*;
@@ -89,7 +89,7 @@ pub unsafe extern "C" fn mdb_cursor_renew(txn: *mut MDB_txn, cursor: *mut MDB_cu
             return Err(libc::EINVAL);
         }
         // SAFETY: the caller's contract.
-        let a = unsafe { access(txn) }?;
+        let a = unsafe { access_naming_db(txn) }?;
         c.cursor.renew(a.as_ref()).rc()?;
         c.txn = txn;
         Ok(())

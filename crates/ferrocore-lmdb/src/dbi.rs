@@ -16,8 +16,8 @@ use ferrocore::{db_flags, put_flags, Database, Error};
 
 use crate::errors::{dbi_rc, put_rc, Rc, ToRc};
 use crate::handles::{
-    access, env_of, env_ref, guard, guard_inlined, guard_void, settle_cursors, write_access,
-    Access, CallEnv, MDB_env, MDB_txn,
+    access, access_naming_db, env_of, env_ref, guard, guard_inlined, guard_void, is_finished,
+    settle_cursors, write_access_to_db, Access, CallEnv, MDB_env, MDB_txn,
 };
 use crate::types::codes::*;
 use crate::types::*;
@@ -72,7 +72,7 @@ pub unsafe extern "C" fn mdb_stat(txn: *mut MDB_txn, dbi: MDB_dbi, stat: *mut MD
     guard(call_env, || {
         let db = Database::from_dbi(dbi);
         // SAFETY: the caller's contract.
-        let s = match unsafe { access(txn) }? {
+        let s = match unsafe { access_naming_db(txn) }? {
             Access::Write(w) => dbi_rc(w.db_stat(db))?,
             Access::Read(r) => dbi_rc(r.db_stat(db))?,
         };
@@ -100,7 +100,7 @@ pub unsafe extern "C" fn mdb_dbi_flags(
         let out = unsafe { flags.as_mut() }.ok_or(libc::EINVAL)?;
         let db = Database::from_dbi(dbi);
         // SAFETY: the caller's contract.
-        *out = match unsafe { access(txn) }? {
+        *out = match unsafe { access_naming_db(txn) }? {
             Access::Write(w) => dbi_rc(w.db_flags(db))?,
             Access::Read(r) => dbi_rc(r.db_flags(db))?,
         } as c_uint;
@@ -137,7 +137,7 @@ pub unsafe extern "C" fn mdb_drop(txn: *mut MDB_txn, dbi: MDB_dbi, del: c_int) -
             return Err(libc::EINVAL);
         }
         // SAFETY: the caller's contract.
-        let w = unsafe { write_access(txn) }?;
+        let w = unsafe { write_access_to_db(txn, Database::from_dbi(dbi)) }?;
         let rc = dbi_rc(w.drop_db(Database::from_dbi(dbi), del == 1));
         // SAFETY: the caller's contract; `w` is not used from here on.
         unsafe { settle_cursors(txn, Database::from_dbi(dbi), std::ptr::null_mut()) };
@@ -171,6 +171,11 @@ fn call_c_comparator(ctx: usize, a: &[u8], b: &[u8]) -> Ordering {
 unsafe fn set_order(txn: *mut MDB_txn, dbi: MDB_dbi, cmp: Option<MDB_cmp_func>, key: bool) -> Rc {
     // SAFETY: the caller's contract.
     let t = unsafe { txn.as_ref() }.ok_or(libc::EINVAL)?;
+    // A reset or ended txn knows no DB (LMDB checks the DB handle, not the txn's state).
+    // SAFETY: the caller's contract; `t` is only read, before and after.
+    if unsafe { is_finished(txn) } {
+        return Err(libc::EINVAL);
+    }
     let cmp = cmp.ok_or(libc::EINVAL)?;
     let open = t.env().open_env()?;
     match open.set_order_with_context(
@@ -225,7 +230,7 @@ pub unsafe extern "C" fn mdb_set_dupsort(
 unsafe fn check_dbi(txn: *mut MDB_txn, dbi: MDB_dbi) -> Rc {
     let db = Database::from_dbi(dbi);
     // SAFETY: the caller's contract.
-    match unsafe { access(txn) }? {
+    match unsafe { access_naming_db(txn) }? {
         Access::Write(w) => dbi_rc(w.db_flags(db)).map(|_| ()),
         Access::Read(r) => dbi_rc(r.db_flags(db)).map(|_| ()),
     }
@@ -285,7 +290,7 @@ pub unsafe extern "C" fn mdb_get(
         }
         let db = Database::from_dbi(dbi);
         // SAFETY: the caller's contract.
-        let found = match unsafe { access(txn) }? {
+        let found = match unsafe { access_naming_db(txn) }? {
             Access::Write(w) => dbi_rc(w.get(db, k))?,
             Access::Read(r) => dbi_rc(r.get(db, k))?,
         };
@@ -327,9 +332,9 @@ pub unsafe extern "C" fn mdb_put(
         if flags & !PUT_FLAGS != 0 {
             return Err(libc::EINVAL);
         }
-        // SAFETY: the caller's contract.
-        let w = unsafe { write_access(txn) }?;
         let db = Database::from_dbi(dbi);
+        // SAFETY: the caller's contract.
+        let w = unsafe { write_access_to_db(txn, db) }?;
         let r = if flags & put_flags::RESERVE != 0 {
             match w.put_reserve(db, k, data_val.mv_size, flags & !put_flags::RESERVE) {
                 Ok(slot) => {
@@ -368,9 +373,9 @@ pub unsafe extern "C" fn mdb_del(
     guard(call_env, || {
         // SAFETY: the caller's contract: `key` is null or valid.
         let k = unsafe { val_slice(key) }.ok_or(libc::EINVAL)?;
-        // SAFETY: the caller's contract.
-        let w = unsafe { write_access(txn) }?;
         let db = Database::from_dbi(dbi);
+        // SAFETY: the caller's contract.
+        let w = unsafe { write_access_to_db(txn, db) }?;
         let is_dupsort = dbi_rc(w.db_flags(db))? & db_flags::DUP_SORT != 0;
         let value = if is_dupsort {
             // SAFETY: the caller's contract: `data` is null or valid.

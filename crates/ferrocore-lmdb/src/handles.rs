@@ -577,6 +577,45 @@ pub(crate) unsafe fn access<'a>(txn: *mut MDB_txn) -> Rc<Access<'a>> {
     }
 }
 
+/// [`access`] for the calls that name a DB (`mdb_get`, `mdb_put`, `mdb_del`, `mdb_drop`,
+/// `mdb_stat`, `mdb_dbi_flags`, `mdb_cursor_open`, `mdb_cursor_renew`, ...). LMDB checks
+/// the DB handle against the txn before the txn's state, and a txn that was reset or has
+/// ended knows no DB (its `mt_numdbs` is 0): these calls answer `EINVAL` for it, where the
+/// others answer `MDB_BAD_TXN`. A txn with a child answers `MDB_BAD_TXN`, as in LMDB.
+///
+/// # Safety
+/// As for [`access`].
+#[inline]
+pub(crate) unsafe fn access_naming_db<'a>(txn: *mut MDB_txn) -> Rc<Access<'a>> {
+    // SAFETY: the caller's contract.
+    match unsafe { access(txn) } {
+        // SAFETY: the caller's contract; `access` borrows nothing once it has failed.
+        Err(MDB_BAD_TXN) if unsafe { is_finished(txn) } => Err(libc::EINVAL),
+        other => other,
+    }
+}
+
+/// True if `txn` is a handle that was reset or has ended (and has no child), which LMDB
+/// leaves knowing no DB.
+///
+/// # Safety
+/// `txn` is null or a live txn handle, not mutably borrowed during the call.
+#[cold]
+#[inline(never)]
+pub(crate) unsafe fn is_finished(txn: *mut MDB_txn) -> bool {
+    // SAFETY: the caller's contract.
+    let Some(t) = (unsafe { txn.as_ref() }) else {
+        return false;
+    };
+    t.child.is_null()
+        && match &t.state {
+            TxnState::Read { active, .. } => !active,
+            TxnState::Write(w) => w.as_ref().is_none_or(|w| w.is_none()),
+            TxnState::Nested(level) => level.is_none(),
+            TxnState::Ended => true,
+        }
+}
+
 /// The read txn behind `txn`, if it is an active read txn (`None` for anything else: a
 /// null handle, a write, nested, reset or ended txn).
 ///
@@ -592,16 +631,59 @@ pub(crate) unsafe fn active_read_txn<'a>(txn: *mut MDB_txn) -> Option<&'a ReadTx
     }
 }
 
-/// The write txn behind `txn`: `EACCES` for a read txn.
+/// The write txn behind `txn`: `EACCES` for a read txn, reset or not (LMDB refuses a write
+/// to a read txn before it looks at the txn's state).
 ///
 /// # Safety
 /// As for [`access`].
 #[inline]
 pub(crate) unsafe fn write_access<'a>(txn: *mut MDB_txn) -> Rc<&'a mut WriteTxn<'static>> {
     // SAFETY: the caller's contract, which is `access`'s.
-    match unsafe { access(txn) }? {
+    match unsafe { access(txn) } {
+        Ok(Access::Write(w)) => Ok(w),
+        Ok(Access::Read(_)) => Err(libc::EACCES),
+        // SAFETY: the caller's contract; `access` borrows nothing once it has failed.
+        Err(MDB_BAD_TXN) if unsafe { is_read_txn(txn) } => Err(libc::EACCES),
+        Err(code) => Err(code),
+    }
+}
+
+/// True if `txn` is a read txn's handle (active or reset).
+///
+/// # Safety
+/// `txn` is null or a live txn handle, not mutably borrowed during the call.
+#[cold]
+#[inline(never)]
+unsafe fn is_read_txn(txn: *mut MDB_txn) -> bool {
+    // SAFETY: the caller's contract.
+    unsafe { txn.as_ref() }.is_some_and(MDB_txn::is_read_only)
+}
+
+/// The write txn behind `txn`, for a call that changes DB `db` (`mdb_put`, `mdb_del`,
+/// `mdb_drop`): as [`access_naming_db`], and for a read txn `EACCES`, or `EINVAL` if `db`
+/// is no DB of it (LMDB checks the DB handle first).
+///
+/// # Safety
+/// As for [`access`].
+#[inline]
+pub(crate) unsafe fn write_access_to_db<'a>(
+    txn: *mut MDB_txn,
+    db: Database,
+) -> Rc<&'a mut WriteTxn<'static>> {
+    // SAFETY: the caller's contract, which is `access`'s.
+    match unsafe { access_naming_db(txn) }? {
         Access::Write(w) => Ok(w),
-        Access::Read(_) => Err(libc::EACCES),
+        Access::Read(r) => Err(read_only_code(r, db)),
+    }
+}
+
+/// [`write_access_to_db`]'s code for read txn `r`.
+#[cold]
+#[inline(never)]
+fn read_only_code(r: &ReadTxn<'static>, db: Database) -> c_int {
+    match crate::errors::dbi_rc(r.db_flags(db)) {
+        Ok(_) => libc::EACCES,
+        Err(code) => code,
     }
 }
 
@@ -978,7 +1060,7 @@ pub(crate) unsafe fn end_txn(txn: *mut MDB_txn, commit: bool) -> Rc {
 /// As for [`access`].
 pub(crate) unsafe fn open_detached(txn: *mut MDB_txn, db: Database) -> Rc<DetachedCursor> {
     // SAFETY: the caller's contract, which is `access`'s.
-    let a = unsafe { access(txn) }?;
+    let a = unsafe { access_naming_db(txn) }?;
     DetachedCursor::open(a.as_ref(), db).rc()
 }
 

@@ -105,3 +105,11 @@ fn compact_copy_has_no_free_pages() {
 fn write_txn_handles_are_reused_as_lmdb_reuses_them() {
     passes_on_real_lmdb_and_ferrocore("write_handles");
 }
+
+/// A reset or ended txn, and a parent with a child: the codes each call answers, in
+/// LMDB's order of checks (a call naming a DB answers `EINVAL` for a txn that knows no DB,
+/// the others `MDB_BAD_TXN`; a write through a read txn `EACCES`).
+#[test]
+fn finished_txns_answer_as_lmdb_answers() {
+    passes_on_real_lmdb_and_ferrocore("finished_txns");
+}
