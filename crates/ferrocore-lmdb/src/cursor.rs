@@ -47,6 +47,11 @@ pub unsafe extern "C" fn mdb_cursor_open(
             Err(code) if code == MDB_BAD_DBI => return Err(libc::EINVAL),
             other => other?,
         };
+        // As LMDB: the free DB is read only in a read txn.
+        // SAFETY: the caller's contract; not null (checked above), not borrowed here.
+        if dbi == crate::dbi::FREE_DBI && !unsafe { &*txn }.is_read_only() {
+            return Err(libc::EINVAL);
+        }
         // SAFETY: the caller's contract; not null (checked above).
         *out = unsafe { new_cursor(txn, detached) };
         Ok(())

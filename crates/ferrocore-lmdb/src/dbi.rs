@@ -98,6 +98,9 @@ pub unsafe extern "C" fn mdb_dbi_flags(
     guard(call_env, || {
         // SAFETY: the caller's contract: `flags` is null or writable.
         let out = unsafe { flags.as_mut() }.ok_or(libc::EINVAL)?;
+        if dbi == FREE_DBI {
+            return Err(libc::EINVAL); // not a user DB (LMDB's DB_USRVALID)
+        }
         let db = Database::from_dbi(dbi);
         // SAFETY: the caller's contract.
         *out = match unsafe { access_naming_db(txn) }? {
@@ -285,7 +288,8 @@ pub unsafe extern "C" fn mdb_get(
     guard_inlined(call_env, || {
         // SAFETY: the caller's contract: `key` is null or valid.
         let k = unsafe { val_slice(key) }.ok_or(libc::EINVAL)?;
-        if data.is_null() {
+        if data.is_null() || dbi == FREE_DBI {
+            // The free DB is read through a cursor only (LMDB's DB_USRVALID).
             return Err(libc::EINVAL);
         }
         let db = Database::from_dbi(dbi);
@@ -300,6 +304,10 @@ pub unsafe extern "C" fn mdb_get(
         Ok(())
     })
 }
+
+/// The free DB's handle (LMDB's `FREE_DBI`): statistics and a read txn's cursor may reach
+/// it; the calls that work on a user's DB answer `EINVAL`.
+pub(crate) const FREE_DBI: MDB_dbi = 0;
 
 /// The flags `mdb_put` accepts.
 const PUT_FLAGS: u32 = put_flags::NO_OVERWRITE

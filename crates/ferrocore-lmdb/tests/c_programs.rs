@@ -113,3 +113,12 @@ fn write_txn_handles_are_reused_as_lmdb_reuses_them() {
 fn finished_txns_answer_as_lmdb_answers() {
     passes_on_real_lmdb_and_ferrocore("finished_txns");
 }
+
+/// Calls on DBs where LMDB's checks decide the answer: flags given for an existing DB,
+/// INTEGERDUP/REVERSEDUP without DUPSORT, a main DB with DUPSORT, over-long keys looked
+/// up, a named DB's record in the main DB, a txn that dirtied a page and freed it, the
+/// free DB's handle.
+#[test]
+fn db_calls_answer_as_lmdb_answers() {
+    passes_on_real_lmdb_and_ferrocore("db_calls");
+}

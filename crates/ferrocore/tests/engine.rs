@@ -216,6 +216,18 @@ fn key_size_limits_match_lmdb() {
         txn.put(MAIN, b"", b"empty key", 0),
         Err(Error::BadValSize { size: 0, .. })
     ));
+    // A key too long to store is looked up all the same, and not found (LMDB answers
+    // MDB_NOTFOUND, not MDB_BAD_VALSIZE); an empty one is refused.
+    assert_eq!(txn.get(MAIN, &[1u8; 512]).unwrap(), None);
+    assert!(!txn.delete(MAIN, &[1u8; 512]).unwrap());
+    assert!(matches!(
+        txn.get(MAIN, b""),
+        Err(Error::BadValSize { size: 0, .. })
+    ));
+    assert!(matches!(
+        txn.delete(MAIN, b""),
+        Err(Error::BadValSize { size: 0, .. })
+    ));
     assert_eq!(
         txn.put(MAIN, b"empty value", b"", 0)
             .map_err(|e| e.lmdb_code()),

@@ -101,13 +101,23 @@ fn check_ferrocore(dir: &std::path::Path, name: &str, model: &Model, integer: bo
     );
     txn.check().unwrap();
     drop(txn);
-    // A value of another size than the key's values is refused.
+    // A value of another size than the key's values is refused, changing nothing: the
+    // txn goes on (LMDB's refusals before a change leave it usable), and commits.
     let mut w = env.begin_write().unwrap();
     let db = w.open_db(Some(name), 0).unwrap();
     assert!(matches!(
         w.put(db, b"some", &[0u8; 3], 0),
         Err(Error::BadValSize { .. })
     ));
+    let size = model[&b"some"[..]].iter().next().unwrap().len();
+    let extra = dup_value(1_000_000, size);
+    assert!(!model[&b"some"[..]].contains(&extra));
+    w.put(db, b"some", &extra, 0).unwrap();
+    w.commit().unwrap();
+    let r = env.begin_read().unwrap();
+    let mut c = r.cursor(db).unwrap();
+    c.set(b"some").unwrap().unwrap();
+    assert_eq!(c.count().unwrap(), model[&b"some"[..]].len() as u64 + 1);
     let _ = Database::MAIN;
 }
 

@@ -109,20 +109,38 @@ fn bad_inputs_give_lmdb_errors() {
         Err(Error::InvalidArgument(_))
     ));
     txn.put(a, b"k", b"v", 0).unwrap();
-    // A named DB's record in the main DB is not plain data.
+    // A named DB's record in the main DB is not plain data: a put over it is refused
+    // (with NO_OVERWRITE, KeyExist comes first, as in LMDB).
     let e = txn.put(Database::MAIN, b"a", b"overwrite", 0).unwrap_err();
     assert!(matches!(e, Error::Incompatible), "{e}");
+    assert!(matches!(
+        txn.put(
+            Database::MAIN,
+            b"a",
+            b"x",
+            ferrocore::put_flags::NO_OVERWRITE
+        ),
+        Err(Error::KeyExist)
+    ));
+    txn.commit().unwrap();
+    // A delete of it through the main DB is refused and, as in LMDB, fails the txn.
+    let mut txn = env.begin_write().unwrap();
     assert!(matches!(
         txn.delete(Database::MAIN, b"a"),
         Err(Error::Incompatible)
     ));
-    txn.commit().unwrap();
-    // Reopening with other key flags is incompatible.
+    assert!(matches!(txn.put(a, b"k2", b"v", 0), Err(Error::BadTxn)));
+    assert!(matches!(txn.commit(), Err(Error::BadTxn)));
+    // Reopened with other flags, a DB opens with its own, as in LMDB (the flags given
+    // serve only to create one).
     let mut txn = env.begin_write().unwrap();
-    assert!(matches!(
-        txn.open_db(Some("a"), db_flags::INTEGER_KEY as u32),
-        Err(Error::Incompatible)
-    ));
+    let again = txn
+        .open_db(Some("a"), db_flags::INTEGER_KEY as u32)
+        .unwrap();
+    assert_eq!(again, a);
+    assert_eq!(txn.db_flags(again).unwrap(), 0);
+    assert_eq!(txn.get(again, b"k").unwrap(), Some(&b"v"[..]));
+    assert_eq!(txn.get(again, b"k2").unwrap(), None);
     // A plain main-DB key cannot be opened as a DB; but with every handle taken, LMDB
     // answers DbsFull before it looks the name up (the C ABI test checks Incompatible with
     // a handle to spare, on both engines).

@@ -64,17 +64,17 @@ impl LeafFacts {
     }
 
     /// Reads slot `idx` of `leaf` (`exact` if the key is there) for a put in `mode`: fails
-    /// as the put must if the present node's kind is not `mode`'s or `mode` does not
-    /// overwrite.
+    /// as the put must if `mode` does not overwrite (`KeyExist`, whatever the present
+    /// node's kind, as in LMDB), or if the present node's kind is not `mode`'s.
     #[inline(always)]
     pub fn read(leaf: &PageView<'_>, idx: usize, exact: bool, mode: PutMode) -> Result<Self> {
         let present = if exact {
+            if mode.no_overwrite {
+                return Err(Error::KeyExist);
+            }
             let node = leaf.node(idx)?;
             if !mode.any_kind {
                 check_node_kind(node.flags, mode.node_flags)?;
-            }
-            if mode.no_overwrite {
-                return Err(Error::KeyExist);
             }
             let run = if node.flags & node_flags::BIGDATA != 0 {
                 node.overflow_pgno()
@@ -251,19 +251,20 @@ impl<S: PageStore> TreeMut<'_, S> {
     /// split, no new root): where an APPEND put leaves a sorted load's next key.
     pub fn put_tracked(&mut self, key: &[u8], value: &[u8], mode: PutMode) -> Result<Option<u64>> {
         if self.db.root == P_INVALID {
-            let pgno = self.store.alloc(1)?;
             let leaf2 = self.db.flags & (crate::db_flags::DUP_FIXED | crate::db_flags::DUP_SORT)
                 == crate::db_flags::DUP_FIXED;
+            // The sub-DB of a DUPFIXED DB (flags DUPFIXED without DUPSORT): its leaves are
+            // LEAF2, keys of `pad` bytes. Refused before the page is taken: a refused size
+            // changes nothing (the txn stays usable, `WriteTxn::note`).
+            if leaf2 && (key.len() != self.db.pad as usize || !value.is_empty()) {
+                return Err(Error::BadValSize {
+                    what: "DUPFIXED value",
+                    size: key.len(),
+                    max: self.db.pad as usize,
+                });
+            }
+            let pgno = self.store.alloc(1)?;
             if leaf2 {
-                // The sub-DB of a DUPFIXED DB (flags DUPFIXED without DUPSORT): its leaves are
-                // LEAF2, keys of `pad` bytes.
-                if key.len() != self.db.pad as usize || !value.is_empty() {
-                    return Err(Error::BadValSize {
-                        what: "DUPFIXED value",
-                        size: key.len(),
-                        max: self.db.pad as usize,
-                    });
-                }
                 edit::init_leaf2(
                     self.store.dirty_mut(pgno),
                     pgno,

@@ -276,6 +276,18 @@ impl<'e> DirtyPages<'e> {
         self.bufs.dirty.len()
     }
 
+    /// True if the txn has made no page dirty, even for a while: none is dirty, none was
+    /// freed or taken from the free lists, none allocated. (LMDB keeps a page dirtied and
+    /// freed again in its dirty list, as a loose page, and commits such a txn.)
+    pub fn untouched(&self) -> bool {
+        let bufs = &*self.bufs;
+        bufs.dirty.is_empty()
+            && bufs.free.loose.is_empty()
+            && bufs.free.freed.is_empty()
+            && bufs.reclaim.consumed.is_empty()
+            && self.next_pgno == self.snapshot_end
+    }
+
     /// The dirty pages sorted by page number, for the commit's write-out (under
     /// `WRITE_MAP`, slices of the map: the pages are in place already). Give the list back
     /// with [`DirtyPages::keep_write_order`] once written, for the next commit to reuse.

@@ -102,13 +102,17 @@ impl WriteTxn<'_> {
     fn commit_here(&mut self) -> Result<()> {
         self.check_usable()?;
         self.env.check_not_forked()?;
+        // Nothing changed: LMDB writes no meta either. As LMDB decides it: no page was made
+        // dirty, even for a while (a named DB's record changes only with its pages, or by a
+        // drop), and no DB was dropped (LMDB commits an empty DB's drop).
         if self.shrink != FileShrink::Now
-            && self.pages.dirty_count() == 0
+            && self.pages.untouched()
+            && !self.main_dropped
+            && self.carry.drops.is_empty()
             && self.carry.main_db == self.carry.base.main_db
-            && self.carry.named.values().all(|n| !n.dirty)
         {
             self.handles.publish();
-            return Ok(()); // Nothing changed: LMDB writes no meta either.
+            return Ok(());
         }
         let r = self.commit_inner();
         if r.is_err() {

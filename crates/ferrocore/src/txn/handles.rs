@@ -39,7 +39,22 @@ impl Database {
     }
 }
 
-/// Checks a key against the environment's limits.
+/// Checks a key to look up (a get, a delete): empty is refused (`BadValSize`), as LMDB
+/// refuses it; a key longer than the limit is looked up like any other, and not found
+/// (LMDB answers `MDB_NOTFOUND` there too, not `MDB_BAD_VALSIZE`).
+#[inline]
+pub(super) fn check_lookup_key(env: &EnvInner, key: &[u8]) -> Result<()> {
+    if key.is_empty() {
+        return Err(Error::BadValSize {
+            what: "key",
+            size: 0,
+            max: env.max_key_size,
+        });
+    }
+    Ok(())
+}
+
+/// Checks a key to store against the environment's limits.
 pub(super) fn check_key(env: &EnvInner, key: &[u8]) -> Result<()> {
     if key.is_empty() || key.len() > env.max_key_size {
         return Err(Error::BadValSize {
@@ -171,6 +186,30 @@ pub(super) fn check_room(env: &EnvInner, name: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Refuses to look for named DB `name` in a main DB `main` with `DUPSORT` or `INTEGERKEY`,
+/// whose keys are no names (FORMAT.md §12): `Incompatible` to create it, else `NotFound`.
+/// As in LMDB, after the check for a free handle and only for a name with no handle yet.
+pub(super) fn check_main_holds_names(
+    env: &EnvInner,
+    main: &DbRecord,
+    name: &[u8],
+    create: bool,
+) -> Result<()> {
+    let no_names = crate::db_flags::DUP_SORT | crate::db_flags::INTEGER_KEY;
+    if main.flags & no_names == 0 {
+        return Ok(());
+    }
+    let catalog = env
+        .catalog
+        .read()
+        .map_err(|_| Error::Panic("catalog lock poisoned"))?;
+    match catalog.lookup(name) {
+        Some(_) => Ok(()),
+        None if create => Err(Error::Incompatible),
+        None => Err(Error::NotFound),
+    }
+}
+
 /// Reads the record of named DB `name` from the main DB `main` (whose key order is
 /// `main_cmp`: as in LMDB, names are keys of the main DB like any other), if it exists.
 /// `Incompatible` if `name` is a plain key of the main DB.
@@ -239,14 +278,13 @@ pub(super) fn check_db_flags(flags: u32) -> Result<u16> {
     if flags & !(KNOWN_FLAGS as u32 | crate::db_flags::CREATE) != 0 {
         return Err(Error::InvalidArgument("unknown database flag"));
     }
-    let dup_only = (crate::db_flags::DUP_FIXED
-        | crate::db_flags::INTEGER_DUP
-        | crate::db_flags::REVERSE_DUP) as u32;
-    if flags & dup_only != 0 && flags & crate::db_flags::DUP_SORT as u32 == 0 {
-        // LMDB accepts DUPFIXED without DUPSORT and then loses the data (FORMAT.md §12).
-        return Err(Error::InvalidArgument(
-            "DUPFIXED, INTEGERDUP and REVERSEDUP need DUPSORT",
-        ));
+    // INTEGERDUP and REVERSEDUP without DUPSORT are kept and do nothing, as in LMDB. LMDB
+    // also accepts DUPFIXED without DUPSORT, and then makes a tree of keys only that
+    // loses every value (FORMAT.md §12): refused here.
+    if flags & crate::db_flags::DUP_FIXED as u32 != 0
+        && flags & crate::db_flags::DUP_SORT as u32 == 0
+    {
+        return Err(Error::InvalidArgument("DUPFIXED needs DUPSORT"));
     }
     Ok((flags & KNOWN_FLAGS as u32) as u16)
 }

@@ -203,6 +203,7 @@ impl<'env> ReadTxn<'env> {
             return Ok(Database::MAIN);
         };
         check_room(self.env, name.as_bytes())?;
+        check_main_holds_names(self.env, &self.meta.main_db, name.as_bytes(), false)?;
         let main_cmp = main_orders(self.env, &self.meta.main_db)?.key;
         let record = named_record(&self.pages, &self.meta.main_db, main_cmp, name.as_bytes())?
             .ok_or(Error::NotFound)?;
@@ -228,7 +229,7 @@ impl<'env> ReadTxn<'env> {
 
     /// The value of `key`, borrowed from the map for as long as the txn lives.
     pub fn get(&self, db: Database, key: &[u8]) -> Result<Option<&[u8]>> {
-        check_key(self.env, key)?;
+        check_lookup_key(self.env, key)?;
         if db == Database::MAIN {
             // The snapshot's own record, read in place rather than copied out by `tree`.
             let orders = main_orders(self.env, &self.meta.main_db)?;

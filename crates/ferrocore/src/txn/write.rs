@@ -4,7 +4,6 @@ use std::sync::atomic::Ordering;
 use std::sync::{Mutex, MutexGuard};
 
 use crate::btree::{self, PutMode, TreeMut};
-use crate::catalog::KNOWN_FLAGS;
 use crate::cursor::CursorCore;
 use crate::dupsort::DupTree;
 use crate::error::{Error, Result};
@@ -622,13 +621,13 @@ impl<'env> WriteTxn<'env> {
             });
         }
         check_room(self.env, name)?;
+        check_main_holds_names(self.env, &self.carry.main_db, name, create)?;
         let main_cmp = main_orders(self.env, &self.carry.main_db)?.key;
         let existing = named_record(&self.pages, &self.carry.main_db, main_cmp, name)?;
         let dbi = match existing {
             Some(record) => {
-                if record.flags & KNOWN_FLAGS != db_flags && flags & !crate::db_flags::CREATE != 0 {
-                    return Err(Error::Incompatible);
-                }
+                // As LMDB: an existing DB opens with its own flags, whatever flags are given
+                // (they were checked above, and are used only to create a DB).
                 let registered = self
                     .env
                     .catalog
@@ -689,13 +688,21 @@ impl<'env> WriteTxn<'env> {
         dbi
     }
 
-    /// Records a failure that may have left the txn's pages half changed.
+    /// Records a failure that may have left the txn's pages half changed. The refusals that
+    /// come before any change leave the txn usable, as in LMDB: an existing or missing
+    /// key, an incompatible DB, a bad handle, and a size the DB refuses (every size check,
+    /// such as a DUPFIXED value's against its key's values, runs before the first page is
+    /// touched).
     pub(super) fn note<T>(&mut self, r: Result<T>) -> Result<T> {
         self.changes = self.changes.wrapping_add(1);
         if let Err(e) = &r {
             if !matches!(
                 e,
-                Error::KeyExist | Error::NotFound | Error::Incompatible | Error::BadDbi
+                Error::KeyExist
+                    | Error::NotFound
+                    | Error::Incompatible
+                    | Error::BadDbi
+                    | Error::BadValSize { .. }
             ) {
                 self.failed = true;
             }
@@ -706,7 +713,7 @@ impl<'env> WriteTxn<'env> {
     /// The value of `key` as this txn sees it.
     pub fn get(&self, db: Database, key: &[u8]) -> Result<Option<&[u8]>> {
         self.check_usable()?;
-        check_key(self.env, key)?;
+        check_lookup_key(self.env, key)?;
         let (rec, cmp) = self.tree(db)?;
         read_value(&self.pages, &rec, cmp, key)
     }
@@ -928,7 +935,7 @@ impl<'env> WriteTxn<'env> {
     /// DBs `value` is ignored, as in LMDB. Returns false if the pair was not present.
     pub fn delete_value(&mut self, db: Database, key: &[u8], value: Option<&[u8]>) -> Result<bool> {
         self.check_usable()?;
-        check_key(self.env, key)?;
+        check_lookup_key(self.env, key)?;
         let orders = self.tree_mut(db)?.1;
         let cmp = orders.key;
         let (record, pages, scratch) = self.tree_parts(db)?;
@@ -950,6 +957,11 @@ impl<'env> WriteTxn<'env> {
             }
             .delete(key),
         };
+        if db == Database::MAIN && matches!(r, Err(Error::Incompatible)) {
+            // A named DB's record deleted through the main DB: refused, and, as LMDB does,
+            // the txn fails (its later calls answer `BadTxn`).
+            self.failed = true;
+        }
         self.note(r)
     }
 
