@@ -52,7 +52,17 @@ pub unsafe extern "C" fn mdb_dbi_open(
         let db = match unsafe { access(txn) }? {
             Access::Write(w) => w.open_db(name, flags).rc()?,
             Access::Read(r) => match r.open_db(name) {
-                Err(Error::NotFound) if flags & db_flags::CREATE != 0 => return Err(libc::EACCES),
+                Err(Error::NotFound) if flags & db_flags::CREATE != 0 => {
+                    // As LMDB: a main DB that holds no named DB says so before the txn is
+                    // found read-only.
+                    let main = r.db_flags(Database::MAIN).rc()?;
+                    let no_names = db_flags::DUP_SORT | db_flags::INTEGER_KEY;
+                    return Err(if main & no_names != 0 {
+                        MDB_INCOMPATIBLE
+                    } else {
+                        libc::EACCES
+                    });
+                }
                 other => other.rc()?,
             },
         };

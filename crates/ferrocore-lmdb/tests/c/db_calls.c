@@ -142,13 +142,32 @@ int main(int argc, char **argv) {
 	mdb_cursor_close(cur);
 	mdb_txn_abort(txn);
 
-	/* A main DB with DUPSORT holds no named DB: a new name is refused (or not found). */
+	/* A main DB with DUPSORT holds no named DB: a new name is refused (or not found), but
+	 * a DB open already keeps its handle. (Not committed: LMDB then fails an assertion,
+	 * writing the named DBs' records into a DUPSORT main DB.) */
 	OK(mdb_txn_begin(env, NULL, 0, &txn));
 	OK(mdb_dbi_open(txn, NULL, MDB_DUPSORT, &main_dbi));
 	RC(mdb_dbi_open(txn, "another", MDB_CREATE, &other), MDB_INCOMPATIBLE);
 	RC(mdb_dbi_open(txn, "another", 0, &other), MDB_NOTFOUND);
-	OK(mdb_dbi_open(txn, "plain", 0, &other)); /* open already: its handle */
+	OK(mdb_dbi_open(txn, "plain", 0, &other));
 	CHECK(other == plain);
+	mdb_txn_abort(txn);
+	mdb_env_close(env);
+	/* In an environment of its own, committed: a read txn says so before it finds itself
+	 * read-only. */
+	char path[4096];
+	snprintf(path, sizeof path, "%s/dupsort-main.mdb", argv[1]);
+	OK(mdb_env_create(&env));
+	OK(mdb_env_set_maxdbs(env, 8));
+	OK(mdb_env_open(env, path, MDB_NOSUBDIR | MDB_NOSYNC, 0644));
+	OK(mdb_txn_begin(env, NULL, 0, &txn));
+	OK(mdb_dbi_open(txn, NULL, MDB_DUPSORT, &main_dbi));
+	MDB_val fresh = { 3, "xyz" }; /* v points into the closed environment's map */
+	OK(mdb_put(txn, main_dbi, &k, &fresh, 0));
+	OK(mdb_txn_commit(txn));
+	OK(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));
+	RC(mdb_dbi_open(txn, "another", MDB_CREATE, &other), MDB_INCOMPATIBLE);
+	RC(mdb_dbi_open(txn, "another", 0, &other), MDB_NOTFOUND);
 	mdb_txn_abort(txn);
 
 	mdb_env_close(env);
