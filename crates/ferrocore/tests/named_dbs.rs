@@ -484,3 +484,30 @@ fn a_reused_handle_reads_its_new_db_in_the_same_txn() {
     );
     txn.check().unwrap();
 }
+
+/// Dropping the main DB drops the named DBs in it, records and pages: the file then checks
+/// clean (strict mode checks every commit: no page leaked), and the names are gone.
+#[test]
+fn dropping_the_main_db_drops_its_named_dbs() {
+    let env = TempEnv::new(&env_options(4));
+    let mut txn = env.begin_write().unwrap();
+    let a = txn.open_db(Some("a"), CREATE).unwrap();
+    let d = txn
+        .open_db(Some("d"), CREATE | db_flags::DUP_SORT as u32)
+        .unwrap();
+    for i in 0..2000u32 {
+        txn.put(a, &i.to_be_bytes(), &[7u8; 100], 0).unwrap();
+        txn.put(d, b"k", &i.to_be_bytes(), 0).unwrap();
+    }
+    txn.put(Database::MAIN, b"plain", b"x", 0).unwrap();
+    txn.commit().unwrap();
+    let mut txn = env.begin_write().unwrap();
+    txn.drop_db(Database::MAIN, false).unwrap();
+    assert_eq!(txn.stat().entries, 0);
+    txn.commit().unwrap();
+    // Every page is in a tree or the free list (a leaked one fails the check).
+    env.check().unwrap();
+    let mut txn = env.begin_write().unwrap();
+    assert!(matches!(txn.open_db(Some("a"), 0), Err(Error::NotFound)));
+    assert!(matches!(txn.open_db(Some("d"), 0), Err(Error::NotFound)));
+}
