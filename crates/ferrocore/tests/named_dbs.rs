@@ -277,14 +277,20 @@ fn custom_comparators_order_keys_and_values() {
     txn.check().unwrap();
 }
 
-#[test]
-fn drop_empties_or_deletes_and_close_invalidates() {
-    let env = TempEnv::new(&env_options(4));
-    let mut txn = env.begin_write().unwrap();
+/// Creates a plain DB "a" and a DUPSORT DB "d".
+fn create_a_and_d(txn: &mut ferrocore::WriteTxn<'_>) -> (Database, Database) {
     let a = txn.open_db(Some("a"), CREATE).unwrap();
     let d = txn
         .open_db(Some("d"), CREATE | db_flags::DUP_SORT as u32)
         .unwrap();
+    (a, d)
+}
+
+#[test]
+fn drop_empties_or_deletes_and_close_invalidates() {
+    let env = TempEnv::new(&env_options(4));
+    let mut txn = env.begin_write().unwrap();
+    let (a, d) = create_a_and_d(&mut txn);
     for i in 0..3000u32 {
         txn.put(
             a,
@@ -491,10 +497,7 @@ fn a_reused_handle_reads_its_new_db_in_the_same_txn() {
 fn dropping_the_main_db_drops_its_named_dbs() {
     let env = TempEnv::new(&env_options(4));
     let mut txn = env.begin_write().unwrap();
-    let a = txn.open_db(Some("a"), CREATE).unwrap();
-    let d = txn
-        .open_db(Some("d"), CREATE | db_flags::DUP_SORT as u32)
-        .unwrap();
+    let (a, d) = create_a_and_d(&mut txn);
     for i in 0..2000u32 {
         txn.put(a, &i.to_be_bytes(), &[7u8; 100], 0).unwrap();
         txn.put(d, b"k", &i.to_be_bytes(), 0).unwrap();
