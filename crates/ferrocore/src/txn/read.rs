@@ -197,7 +197,8 @@ impl<'env> ReadTxn<'env> {
     }
 
     /// Opens an existing named DB (LMDB's `mdb_dbi_open` in a read txn); `None` is the
-    /// main DB. `NotFound` if it does not exist in this snapshot.
+    /// main DB. `NotFound` if it does not exist in this snapshot (or the main DB, with
+    /// DUPSORT or INTEGERKEY, holds no named DB).
     pub fn open_db(&self, name: Option<&str>) -> Result<Database> {
         let Some(name) = name else {
             return Ok(Database::MAIN);
@@ -227,7 +228,8 @@ impl<'env> ReadTxn<'env> {
         Source::Snapshot(&self.pages)
     }
 
-    /// The value of `key`, borrowed from the map for as long as the txn lives.
+    /// The value of `key`, borrowed from the map for as long as the txn lives (`None` for a
+    /// key longer than any that can be stored; `BadValSize` for an empty one, as LMDB).
     pub fn get(&self, db: Database, key: &[u8]) -> Result<Option<&[u8]>> {
         check_lookup_key(self.env, key)?;
         if db == Database::MAIN {

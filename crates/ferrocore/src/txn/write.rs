@@ -601,7 +601,10 @@ impl<'env> WriteTxn<'env> {
     }
 
     /// Opens the named DB `name` (LMDB's `mdb_dbi_open`): `flags` are DB flags plus
-    /// `db_flags::CREATE` to create it if it does not exist. `None` is the main DB.
+    /// `db_flags::CREATE` to create it if it does not exist. `None` is the main DB. As in
+    /// LMDB, an existing DB opens with its own flags, whatever `flags` holds;
+    /// `Incompatible` if `name` is a plain key of the main DB, or to create a DB in a main
+    /// DB with DUPSORT or INTEGERKEY (`NotFound` without CREATE).
     pub fn open_db(&mut self, name: Option<&str>, flags: u32) -> Result<Database> {
         self.check_usable()?;
         let Some(name) = name else {
@@ -710,7 +713,8 @@ impl<'env> WriteTxn<'env> {
         r
     }
 
-    /// The value of `key` as this txn sees it.
+    /// The value of `key` as this txn sees it (`None` for a key longer than any that can
+    /// be stored; `BadValSize` for an empty one, as LMDB).
     pub fn get(&self, db: Database, key: &[u8]) -> Result<Option<&[u8]>> {
         self.check_usable()?;
         check_lookup_key(self.env, key)?;
@@ -925,7 +929,8 @@ impl<'env> WriteTxn<'env> {
         ))
     }
 
-    /// Deletes `key`. Returns false if it was not present.
+    /// Deletes `key`. Returns false if it was not present (a key longer than any that can
+    /// be stored is looked up, and not present; an empty one is `BadValSize`).
     pub fn delete(&mut self, db: Database, key: &[u8]) -> Result<bool> {
         self.check_usable()?;
         self.delete_value(db, key, None)
