@@ -525,7 +525,9 @@ impl MDB_txn {
         }
     }
 
-    /// Takes a new snapshot for a reset read txn; `EINVAL` for any other txn.
+    /// Takes a new snapshot for a reset read txn; `EINVAL` for any other txn. Inlined into
+    /// `mdb_txn_renew`, its one caller.
+    #[inline]
     pub(crate) fn renew(&mut self) -> Rc {
         let TxnState::Read { txn, active } = &mut self.state else {
             return Err(libc::EINVAL);
