@@ -56,8 +56,7 @@ pub unsafe extern "C" fn mdb_dbi_open(
                     // As LMDB: a main DB that holds no named DB says so before the txn is
                     // found read-only.
                     let main = r.db_flags(Database::MAIN).rc()?;
-                    let no_names = db_flags::DUP_SORT | db_flags::INTEGER_KEY;
-                    return Err(if main & no_names != 0 {
+                    return Err(if main & db_flags::NO_NAMED_DBS != 0 {
                         MDB_INCOMPATIBLE
                     } else {
                         libc::EACCES

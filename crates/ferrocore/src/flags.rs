@@ -15,6 +15,9 @@ pub mod db_flags {
     pub const INTEGER_DUP: u16 = 0x20;
     /// DUPSORT values compare from the end.
     pub const REVERSE_DUP: u16 = 0x40;
+    /// Main-DB flags under which the main DB holds no named DB (its keys are not names):
+    /// creating one there is `Incompatible`, as in LMDB.
+    pub const NO_NAMED_DBS: u16 = DUP_SORT | INTEGER_KEY;
     /// `open_db`: create the database if it does not exist (never stored in the file).
     pub const CREATE: u32 = 0x40000;
 }

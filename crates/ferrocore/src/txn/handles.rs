@@ -195,8 +195,7 @@ pub(super) fn check_main_holds_names(
     name: &[u8],
     create: bool,
 ) -> Result<()> {
-    let no_names = crate::db_flags::DUP_SORT | crate::db_flags::INTEGER_KEY;
-    if main.flags & no_names == 0 {
+    if main.flags & crate::db_flags::NO_NAMED_DBS == 0 {
         return Ok(());
     }
     let catalog = env
